@@ -1,0 +1,1 @@
+"""Your exercises. Edit exNN_*.py, then grade with `pytest grader/` (or `make grade`)."""

@@ -1,0 +1,112 @@
+"""Helpers for the checks (they run in the grading process, next to the learner's code)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import psutil
+
+from loaderlab.images import Sample, list_samples
+from loaderlab.paths import dataset_dir
+
+T = TypeVar("T")
+SHM_DIR = Path("/dev/shm")
+# Helper processes that multiprocessing starts once and keeps by design.
+SERVICE_PROCESSES = ("resource_tracker", "forkserver")
+
+
+def require(module: ModuleType, name: str) -> Any:
+    """The attribute `name` of the learner's module, or a coaching failure if it is missing."""
+    if not hasattr(module, name):
+        raise AssertionError(
+            f"MISSING: {module.__file__} defines no `{name}`. The grader looks for exactly this name: "
+            "did you rename or delete it? (`git diff` on the file shows what changed.)"
+        )
+    return getattr(module, name)
+
+
+def within(seconds: float, what: str, function: Callable[[], T]) -> T:
+    """Run `function` in a helper thread; fail with a clear message if it takes longer than `seconds`."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as err:  # handed to the caller below
+            outcome["error"] = err
+
+    worker = threading.Thread(target=target, name="grader-watchdog", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise AssertionError(f"{what} did not finish within {seconds:.0f} s: something blocks without a timeout.")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _shm_entries() -> set[str]:
+    return set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
+
+
+def _child_processes() -> list[psutil.Process]:
+    children = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.is_running() and not any(s in " ".join(child.cmdline()) for s in SERVICE_PROCESSES):
+                children.append(child)
+        except psutil.Error:
+            continue
+    return children
+
+
+@contextmanager
+def no_leaks(what: str, grace_s: float = 3.0) -> Iterator[None]:
+    """Fail if the block leaves threads, child processes or /dev/shm segments behind.
+
+    Whatever leaked is waited for up to `grace_s`, then named in the failure (and
+    cleaned up, so the grading process itself can end).
+    """
+    threads_before = set(threading.enumerate())
+    children_before = {p.pid for p in _child_processes()}
+    shm_before = _shm_entries()
+    yield
+    deadline = time.monotonic() + grace_s
+    problems = []
+    for thread in set(threading.enumerate()) - threads_before:
+        if thread.name != "grader-watchdog":
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                problems.append(f"thread {thread.name!r} still running")
+    for child in _child_processes():
+        if child.pid in children_before:
+            continue
+        try:
+            child.wait(max(0.0, deadline - time.monotonic()))
+        except psutil.TimeoutExpired:
+            problems.append(f"process {child.pid} ({child.name()}) still alive")
+            child.kill()
+        except psutil.Error:
+            pass
+    for name in sorted(_shm_entries() - shm_before):
+        problems.append(f"shared-memory segment /dev/shm/{name} not unlinked")
+        (SHM_DIR / name).unlink(missing_ok=True)
+    if problems:
+        raise AssertionError(f"{what} left things behind {grace_s:.0f} s later: " + "; ".join(problems)
+                             + ". close() (and leaving a `with` block) must stop and join every worker and free what it made.")
+
+
+def dataset_samples(split: str, count: int | None = None) -> list[Sample]:
+    """`count` samples of a split of the active dataset, spread evenly over its (sorted) files."""
+    samples = list_samples(dataset_dir() / split)
+    if count is None or count >= len(samples):
+        return samples
+    step = len(samples) / count
+    return [samples[int(i * step)] for i in range(count)]

@@ -1,0 +1,95 @@
+"""Finding samples in an ImageFolder tree, and the reference decode that grades compare to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from PIL import Image
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+RESIZE = 256
+CROP = 224
+
+
+class Sample(NamedTuple):
+    path: Path
+    label: int
+
+
+class CorruptImage(ValueError):
+    """A file that does not decode as an image; says which file and why."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = Path(path)
+        self.reason = reason
+
+
+def class_names(split_dir: Path | str) -> list[str]:
+    """Sorted class folder names, as torchvision's ImageFolder orders them."""
+    split_dir = Path(split_dir)
+    if not split_dir.is_dir():
+        raise FileNotFoundError(
+            f"{split_dir} is not a folder. Expected <root>/<split>/<class>/*.jpg; "
+            "generate the data with `make data` or check the path."
+        )
+    names = sorted(p.name for p in split_dir.iterdir() if p.is_dir())
+    if not names:
+        raise FileNotFoundError(f"{split_dir} has no class folders (expected {split_dir}/<class>/*.jpg).")
+    return names
+
+
+def list_samples(split_dir: Path | str) -> list[Sample]:
+    """Every image under split_dir/<class>/, sorted by class then file name, with its label."""
+    split_dir = Path(split_dir)
+    samples = []
+    for label, name in enumerate(class_names(split_dir)):
+        files = sorted(p for p in (split_dir / name).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise FileNotFoundError(
+                f"class folder {split_dir / name} holds no images; remove it or add images "
+                "(an empty class would shift every label after it)."
+            )
+        samples.extend(Sample(path, label) for path in files)
+    return samples
+
+
+def decode_rgb(path: Path | str) -> Image.Image:
+    """Open and fully decode an image as RGB, turning every failure into CorruptImage."""
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except FileNotFoundError:
+        raise
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
+        size = Path(path).stat().st_size if Path(path).exists() else 0
+        reason = "empty file (0 bytes)" if size == 0 else f"{type(err).__name__}: {err}"
+        raise CorruptImage(path, reason) from err
+
+
+def resize_center_crop(image: Image.Image, resize: int = RESIZE, crop: int = CROP) -> Image.Image:
+    """Resize the short side to `resize` (bilinear, antialiased), then take the centre `crop`.
+
+    Matches torchvision's Resize(256) + CenterCrop(224) on PIL images.
+    """
+    width, height = image.size
+    if width <= height:
+        new_size = (resize, int(resize * height / width))
+    else:
+        new_size = (int(resize * width / height), resize)
+    image = image.resize(new_size, Image.BILINEAR)
+    left = int(round((new_size[0] - crop) / 2.0))
+    top = int(round((new_size[1] - crop) / 2.0))
+    return image.crop((left, top, left + crop, top + crop))
+
+
+def reference_crop(path: Path | str, resize: int = RESIZE, crop: int = CROP) -> np.ndarray:
+    """The reference (crop, crop, 3) uint8 centre crop that loaders are checked against."""
+    return np.asarray(resize_center_crop(decode_rgb(path), resize, crop), dtype=np.uint8)
+
+
+def mean_abs_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean absolute pixel difference (0..255) between two uint8 images of one shape."""
+    return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())

@@ -1,0 +1,39 @@
+"""Where the course's files live. Everything resolves from the repo root, never the cwd."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+GRADER_DIR = REPO_ROOT / ".grader"
+DEFAULT_PROFILE = "workshop"
+
+
+class DatasetMissing(FileNotFoundError):
+    """The dataset for a profile has not been generated (or is incomplete)."""
+
+
+def active_profile() -> str:
+    """The dataset profile in use: $LOADERLAB_PROFILE, else 'workshop'."""
+    return os.environ.get("LOADERLAB_PROFILE", DEFAULT_PROFILE)
+
+
+def dataset_dir(profile: str | None = None, imbalance: float = 1.0, *, check: bool = True) -> Path:
+    """The root of the generated dataset (holding train/, val/, dirty/, manifest.csv).
+
+    Raises DatasetMissing, naming the command that makes it, when it is absent.
+    """
+    from data_gen import default_out_dir
+
+    profile = profile or active_profile()
+    root = default_out_dir(profile, imbalance)
+    if check and not (root / "dataset.json").is_file():
+        extra = f" --imbalance {imbalance:g}" if imbalance != 1 else ""
+        command = "make data" if profile == DEFAULT_PROFILE and not extra else f"python -m data_gen --profile {profile}{extra}"
+        state = "is incomplete (no dataset.json)" if root.exists() else "does not exist"
+        raise DatasetMissing(
+            f"The '{profile}' dataset at {root} {state}. Make it with `{command}` "
+            f"from the repo root (it takes about a minute for 'workshop', seconds for 'ci')."
+        )
+    return root

@@ -1,0 +1,1 @@
+"""Reference solutions: `pytest grader/ --target solutions` must pass on them."""
