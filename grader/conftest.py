@@ -24,8 +24,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "throughput: a timed check; runs only after the exercise's correctness checks pass")
-    config.addinivalue_line("markers", "timeout_s(seconds): time limit for this check (default 120 s)")
     config.stash[RESULTS] = []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import NamedTuple
 
@@ -93,3 +94,11 @@ def reference_crop(path: Path | str, resize: int = RESIZE, crop: int = CROP) -> 
 def mean_abs_difference(a: np.ndarray, b: np.ndarray) -> float:
     """Mean absolute pixel difference (0..255) between two uint8 images of one shape."""
     return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
+
+
+def broken_files(root: Path | str, split: str = "dirty") -> dict[Path, str]:
+    """Files of `split` that data_gen planted as broken, with their kind, from manifest.csv."""
+    root = Path(root)
+    with (root / "manifest.csv").open(newline="") as handle:
+        return {root / row["path"]: row["status"] for row in csv.DictReader(handle)
+                if row["split"] == split and row["status"] != "ok"}
