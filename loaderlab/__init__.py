@@ -6,6 +6,11 @@ grades are measured against (`baselines`), image decoding references (`images`),
 and where things live (`paths`).
 """
 
-from loaderlab.machine import usable_cores
+import os
+
+# TensorFlow's C++ start-up chatter hides the lessons' output; errors still show.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from loaderlab.machine import usable_cores  # noqa: E402
 
 __all__ = ["usable_cores"]

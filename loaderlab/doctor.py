@@ -1,0 +1,97 @@
+"""`python -m loaderlab.doctor`: what this machine offers the course, and what will hurt.
+
+Prints versions, usable cores, memory, /dev/shm, the multiprocessing start
+method, the GPU if any, free disk and the dataset's status, then warnings.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import shutil
+import sys
+from dataclasses import dataclass, field
+
+from loaderlab.machine import shm_bytes, total_ram_bytes, usable_cores
+from loaderlab.paths import REPO_ROOT, DatasetMissing, active_profile, dataset_dir
+
+PACKAGES = ("numpy", "PIL", "torch", "torchvision", "tensorflow", "matplotlib", "tqdm", "psutil")
+SMALL_SHM_BYTES = 1 << 30
+LOW_DISK_BYTES = 5 << 30
+
+
+@dataclass
+class Report:
+    """The doctor's findings: (label, value) facts and warnings."""
+
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        width = max(len(label) for label, _ in self.facts)
+        lines = [f"{label:<{width}}  {value}" for label, value in self.facts]
+        lines += [""] + ([f"WARNING: {w}" for w in self.warnings] or ["No warnings: this machine is ready for the course."])
+        return "\n".join(lines)
+
+
+def _version(name: str) -> str:
+    try:
+        module = importlib.import_module(name)
+    except Exception as err:  # a broken install is a finding, not a crash
+        return f"not importable ({type(err).__name__})"
+    return getattr(module, "__version__", "installed")
+
+
+def _gpu() -> str:
+    try:
+        import torch
+    except Exception:
+        return "unknown (torch not importable)"
+    if torch.cuda.is_available():
+        return ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "Apple MPS"
+    return "none (the course emulates the accelerator step)"
+
+
+def diagnose(import_packages: bool = True) -> Report:
+    """Collect the facts and warnings (set import_packages=False to skip the slow imports)."""
+    report = Report()
+    cores = usable_cores()
+    start_method = multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
+    shm = shm_bytes()
+    ram = total_ram_bytes()
+    disk = shutil.disk_usage(REPO_ROOT).free
+    report.facts += [
+        ("python", sys.version.split()[0]),
+        *([(name, _version(name)) for name in PACKAGES] if import_packages else []),
+        ("usable cores", f"{cores} (os.cpu_count() says {multiprocessing.cpu_count()})"),
+        ("memory", f"{ram / 2**30:.1f} GiB" if ram else "unknown"),
+        ("/dev/shm", f"{shm / 2**30:.2f} GiB" if shm is not None else "none on this OS"),
+        ("start method", start_method),
+        ("GPU", _gpu() if import_packages else "not checked"),
+        ("free disk", f"{disk / 2**30:.1f} GiB at {REPO_ROOT}"),
+    ]
+    profile = active_profile()
+    try:
+        report.facts.append((f"dataset ({profile})", str(dataset_dir(profile))))
+    except DatasetMissing as err:
+        report.facts.append((f"dataset ({profile})", "missing"))
+        report.warnings.append(str(err))
+    if cores == 1:
+        report.warnings.append("only 1 usable core: process-based lessons cannot speed up here; their graders skip the core-scaled targets.")
+    if shm is not None and shm < SMALL_SHM_BYTES:
+        report.warnings.append(
+            f"/dev/shm is {shm / 2**20:.0f} MiB: DataLoader workers and shared memory may die with 'bus error'. "
+            "In Docker, run with --shm-size=2g (or --ipc=host).")
+    if start_method != "fork":
+        report.warnings.append(
+            f"multiprocessing starts workers with '{start_method}': each worker re-imports your module, so "
+            "datasets and functions must live in .py files (not notebook cells), and start-up is slower.")
+    if disk < LOW_DISK_BYTES:
+        report.warnings.append(f"only {disk / 2**30:.1f} GiB free: the workshop dataset needs about 1.2 GiB, shards as much again.")
+    return report
+
+
+if __name__ == "__main__":
+    print(diagnose())
