@@ -6,7 +6,7 @@ method, the GPU if any, free disk and the dataset's status, then warnings.
 
 from __future__ import annotations
 
-import importlib
+from importlib import metadata
 import multiprocessing
 import shutil
 import sys
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from loaderlab.machine import shm_bytes, total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT, DatasetMissing, active_profile, dataset_dir
 
-PACKAGES = ("numpy", "PIL", "torch", "torchvision", "tensorflow", "matplotlib", "tqdm", "psutil")
+PACKAGES = ("numpy", "pillow", "torch", "torchvision", "tensorflow-cpu", "matplotlib", "tqdm", "psutil")
 SMALL_SHM_BYTES = 1 << 30
 LOW_DISK_BYTES = 5 << 30
 
@@ -34,12 +34,12 @@ class Report:
         return "\n".join(lines)
 
 
-def _version(name: str) -> str:
+def _version(distribution: str) -> str:
+    """The installed version, read from package metadata (no slow, chatty imports)."""
     try:
-        module = importlib.import_module(name)
-    except Exception as err:  # a broken install is a finding, not a crash
-        return f"not importable ({type(err).__name__})"
-    return getattr(module, "__version__", "installed")
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed (run `make lab` or `pip install -r requirements.txt`)"
 
 
 def _gpu() -> str:
