@@ -16,7 +16,7 @@ $(INSTALLED): requirements.txt pyproject.toml
 	touch $@
 
 lab: $(INSTALLED) data  ## set up, make the data, open JupyterLab on notebooks/
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 data: $(INSTALLED)  ## the dataset for PROFILE (default workshop); nothing to do if it is there
 	$(PY) -m data_gen --profile $(PROFILE)

@@ -56,7 +56,7 @@ def _shm_entries() -> set[str]:
     return set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
 
 
-def _child_processes() -> list[psutil.Process]:
+def child_processes() -> list[psutil.Process]:
     children = []
     for child in psutil.Process().children(recursive=True):
         try:
@@ -75,7 +75,7 @@ def no_leaks(what: str, grace_s: float = 3.0) -> Iterator[None]:
     cleaned up, so the grading process itself can end).
     """
     threads_before = set(threading.enumerate())
-    children_before = {p.pid for p in _child_processes()}
+    children_before = {p.pid for p in child_processes()}
     shm_before = _shm_entries()
     yield
     deadline = time.monotonic() + grace_s
@@ -85,7 +85,7 @@ def no_leaks(what: str, grace_s: float = 3.0) -> Iterator[None]:
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 problems.append(f"thread {thread.name!r} still running")
-    for child in _child_processes():
+    for child in child_processes():
         if child.pid in children_before:
             continue
         try:

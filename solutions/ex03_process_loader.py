@@ -1,0 +1,286 @@
+"""Exercise 03, reference solution: a process-based loader with shared-memory hand-over.
+
+Design choices (the docstring of `ProcessLoader` says why):
+- one Pipe per worker, batches dealt round-robin (batch b -> worker b % num_workers),
+  so order is free and a dead worker is known exactly;
+- a ring of shared-memory slots owned by the parent (batch b -> slot b % slots);
+  workers write pixels into a slot and send back only the batch number and labels;
+- every wait is `multiprocessing.connection.wait(pipes + process sentinels, timeout)`,
+  so a worker that dies wakes the parent at once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing import connection
+from multiprocessing.shared_memory import SharedMemory
+from typing import Any
+
+import numpy as np
+
+from loaderlab.images import CROP, Sample, reference_crop
+
+Transform = Callable[[np.ndarray, np.random.Generator], np.ndarray]
+IMAGE_SHAPE = (CROP, CROP, 3)
+POLL_S = 0.1
+JOIN_TIMEOUT_S = 3.0
+
+
+class WorkerError(RuntimeError):
+    """A worker's exception, re-raised in the parent with the worker's type name, message and traceback."""
+
+    def __init__(self, message: str, type_name: str = "", worker_message: str = "", worker_traceback: str = "") -> None:
+        super().__init__(message)
+        self.type_name = type_name
+        self.worker_message = worker_message
+        self.worker_traceback = worker_traceback
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended (killed, crashed, os._exit) while the loader still needed it."""
+
+
+def random_flip_and_jitter(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A light augmentation: horizontal flip with probability 1/2, then a brightness shift in [-16, 16].
+
+    Picklable (top-level), uint8 in, uint8 (224, 224, 3) out; all randomness comes from `rng`.
+    """
+    if rng.random() < 0.5:
+        image = image[:, ::-1]
+    shift = int(rng.integers(-16, 17))
+    return np.clip(image.astype(np.int16) + shift, 0, 255).astype(np.uint8)
+
+
+def sample_rng(seed: int, sample_index: int) -> np.random.Generator:
+    """The generator for one sample: depends on (seed, index) only, never on the worker."""
+    return np.random.default_rng([seed, sample_index])
+
+
+def load_sample(samples: Sequence[Sample], index: int, transform: Transform, seed: int) -> np.ndarray:
+    """Decode, crop and transform sample `index`; checks the transform's output."""
+    image = transform(reference_crop(samples[index].path), sample_rng(seed, index))
+    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.shape != IMAGE_SHAPE:
+        raise TypeError(f"the transform must return a uint8 array of shape {IMAGE_SHAPE}, got "
+                        f"{getattr(image, 'dtype', type(image))} {getattr(image, 'shape', '')}")
+    return image
+
+
+def _worker(samples: Sequence[Sample], transform: Transform, seed: int, slot_names: list[str],
+            batch_size: int, pipe: connection.Connection) -> None:
+    """A worker's loop: receive (batch, slot, start, stop), fill the slot, answer; None means stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    slots = [SharedMemory(name=name) for name in slot_names]
+    try:
+        while True:
+            task = pipe.recv()
+            if task is None:
+                return
+            batch, slot, start, stop = task
+            index = start
+            try:
+                view = np.ndarray((batch_size, *IMAGE_SHAPE), np.uint8, buffer=slots[slot].buf)
+                try:
+                    for row, index in enumerate(range(start, stop)):
+                        view[row] = load_sample(samples, index, transform, seed)
+                finally:
+                    del view  # no view may outlive the mapping
+                labels = np.array([samples[i].label for i in range(start, stop)], dtype=np.int64)
+                pipe.send(("ok", batch, labels))
+            except Exception as err:  # reported to the parent, never swallowed
+                pipe.send(("error", batch, type(err).__name__, str(err), str(samples[index].path),
+                           traceback.format_exc()))
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        return  # the parent went away
+    finally:
+        for shm in slots:
+            shm.close()
+
+
+class ProcessLoader:
+    """Batches of `(images uint8 (N, 224, 224, 3), labels int64 (N,))`, made by worker processes.
+
+    `transform(image, rng) -> image`: a picklable (top-level or functools.partial)
+    function taking a uint8 (224, 224, 3) reference crop and a numpy Generator,
+    returning a uint8 (224, 224, 3) array. Sample i is transformed with
+    `np.random.default_rng([seed, i])`, so augmentations are reproducible per
+    sample and independent of `num_workers` and of which worker loads what.
+
+    Hand-over: the parent owns a ring of `num_workers * prefetch` shared-memory
+    slots, one batch each. Workers write pixels straight into a slot and send back
+    only (batch number, labels); pixels are never pickled. The parent copies a
+    batch out of its slot (one memcpy, about 5 MB for 32 images, small next to
+    decoding 32 JPEGs) and reuses the slot: the caller may keep batches as long
+    as it likes, and since only the parent creates and unlinks segments, a worker
+    killed mid-write can leak nothing. Wrapping the slot without a copy would save
+    that memcpy but tie the slot's reuse to the caller releasing the batch.
+
+    Errors: a worker's exception is raised from `next()` as WorkerError naming its
+    type, message and sample; a worker that dies is reported as WorkerDied at once
+    (every wait also watches the processes), and no wait lasts longer than
+    `timeout_s`. `close()`, leaving a `with` block, and reaching the end stop and
+    join every worker and unlink every segment.
+    """
+
+    worker = staticmethod(_worker)  # what each process runs (a top-level function: spawn pickles it by name)
+
+    def __init__(self, samples: Sequence[Sample], transform: Transform, batch_size: int, num_workers: int,
+                 seed: int, timeout_s: float = 60.0, start_method: str | None = None, prefetch: int = 2) -> None:
+        if batch_size < 1 or num_workers < 1 or prefetch < 1:
+            raise ValueError("batch_size, num_workers and prefetch must be at least 1")
+        self._samples = list(samples)
+        self._batch_size = batch_size
+        self._timeout_s = timeout_s
+        self._batches = [(start, min(start + batch_size, len(self._samples)))
+                         for start in range(0, len(self._samples), batch_size)]
+        self._next_batch = 0   # the next batch to hand to the caller
+        self._submitted = 0    # batches handed to workers so far
+        self._closed = False
+        self._workers: list[multiprocessing.process.BaseProcess] = []
+        self._pipes: list[connection.Connection] = []
+        self._ready: dict[int, np.ndarray] = {}  # batch -> labels, pixels waiting in their slot
+        self._slots: list[SharedMemory] = []
+        context = multiprocessing.get_context(start_method)
+        slot_bytes = batch_size * int(np.prod(IMAGE_SHAPE))
+        self._slots = [SharedMemory(create=True, size=slot_bytes)
+                       for _ in range(min(num_workers * prefetch, max(1, len(self._batches))))]
+        try:
+            for worker_id in range(num_workers):
+                parent_end, child_end = context.Pipe(duplex=True)
+                process = context.Process(
+                    target=self.worker, name=f"ProcessLoader-{worker_id}", daemon=True,
+                    args=(self._samples, transform, seed, [s.name for s in self._slots], batch_size, child_end))
+                process.start()
+                child_end.close()
+                self._workers.append(process)
+                self._pipes.append(parent_end)
+            self._submit()
+        except BaseException:
+            self.close()
+            raise
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __iter__(self) -> ProcessLoader:
+        return self
+
+    def __next__(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._closed or self._next_batch >= len(self._batches):
+            self.close()
+            raise StopIteration
+        try:
+            batch = self._next_batch
+            labels = self._wait_for(batch)
+            start, stop = self._batches[batch]
+            shm = self._slots[batch % len(self._slots)]
+            view = np.ndarray((self._batch_size, *IMAGE_SHAPE), np.uint8, buffer=shm.buf)
+            images = view[: stop - start].copy()
+            del view
+            self._next_batch += 1
+            self._submit()  # the slot is free again
+            return images, labels
+        except BaseException:
+            self.close()
+            raise
+
+    def _submit(self) -> None:
+        """Hand out batches while a slot is free (batch b uses slot b % slots, worker b % workers)."""
+        while self._submitted < len(self._batches) and self._submitted < self._next_batch + len(self._slots):
+            batch = self._submitted
+            start, stop = self._batches[batch]
+            try:
+                self._pipes[batch % len(self._pipes)].send((batch, batch % len(self._slots), start, stop))
+            except OSError:
+                pass  # that worker is gone: waiting for this batch will report it
+            self._submitted += 1
+
+    def _wait_for(self, batch: int) -> np.ndarray:
+        """Labels of `batch` once its worker reports it; raises on a worker error, death or timeout."""
+        deadline = time.monotonic() + self._timeout_s
+        worker_id = batch % len(self._workers)
+        pipe, process = self._pipes[worker_id], self._workers[worker_id]
+        while batch not in self._ready:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no batch from worker {worker_id} (pid {process.pid}) for {self._timeout_s:.0f} s "
+                                   f"while waiting for batch {batch}")
+            ready = connection.wait([pipe, process.sentinel], timeout=min(POLL_S, remaining))
+            if pipe in ready:
+                try:
+                    message = pipe.recv()
+                except (EOFError, OSError):
+                    message = None
+                if message is not None:
+                    self._handle(worker_id, message)
+                    continue
+            if not process.is_alive():
+                process.join(0)
+                raise WorkerDied(f"worker {worker_id} (pid {process.pid}) died with {_describe_exit(process.exitcode)} "
+                                 f"while loading batch {batch} (samples {self._batches[batch][0]} to "
+                                 f"{self._batches[batch][1] - 1}); its batch is lost, so the epoch stops here.")
+        return self._ready.pop(batch)
+
+    def _handle(self, worker_id: int, message: tuple[Any, ...]) -> None:
+        if message[0] == "ok":
+            _, batch, labels = message
+            self._ready[batch] = labels
+            return
+        _, batch, type_name, text, path, worker_traceback = message
+        raise WorkerError(f"worker {worker_id} raised {type_name}: {text} (batch {batch}, sample {path})\n"
+                          f"--- worker traceback ---\n{worker_traceback}",
+                          type_name, text, worker_traceback)
+
+    def close(self) -> None:
+        """Stop and join every worker, then unlink every shared-memory segment. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for pipe in self._pipes:
+            try:
+                pipe.send(None)
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        for process in self._workers:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in self._workers:
+            if process.is_alive():
+                process.kill()
+                process.join(JOIN_TIMEOUT_S)
+        for pipe in self._pipes:
+            pipe.close()
+        for process in self._workers:
+            if not process.is_alive():
+                process.close()
+        for shm in self._slots:
+            shm.close()
+            try:
+                shm.unlink()
+            except FileNotFoundError:
+                pass
+        self._ready.clear()
+
+    def __enter__(self) -> ProcessLoader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_slots") and hasattr(self, "_closed"):
+            self.close()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name} (exit code {code})"
+        except ValueError:
+            return f"exit code {code}"
+    return f"exit code {code}"
