@@ -11,9 +11,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
+import numpy as np
 import psutil
 
-from loaderlab.images import Sample, list_samples
+from loaderlab.images import CROP, Sample, list_samples
 from loaderlab.paths import dataset_dir
 
 T = TypeVar("T")
@@ -110,3 +111,26 @@ def dataset_samples(split: str, count: int | None = None) -> list[Sample]:
         return samples
     step = len(samples) / count
     return [samples[int(i * step)] for i in range(count)]
+
+
+def batch_layout(batches: list[tuple[np.ndarray, np.ndarray]], sample_count: int, batch_size: int,
+                 setting: str = "") -> tuple[np.ndarray, list[int]]:
+    """Check sizes, dtypes and shapes of (uint8 images, int64 labels) batches; return all images and labels.
+
+    Every batch is full except the last, which is kept; images are uint8 (N, 224, 224, 3).
+    """
+    prefix = f"{setting}: " if setting else ""
+    sizes = [len(images) for images, _ in batches]
+    expected = [min(batch_size, sample_count - start) for start in range(0, sample_count, batch_size)]
+    assert sizes == expected, (
+        f"{prefix}batch sizes {sizes}, expected {expected}: every sample once, every batch full except the "
+        "last, and the last partial batch kept (dropping it loses samples every epoch).")
+    for images, labels in batches:
+        assert isinstance(images, np.ndarray) and images.dtype == np.uint8 and images.shape[1:] == (CROP, CROP, 3), (
+            f"{prefix}images must be a uint8 numpy array of shape (N, {CROP}, {CROP}, 3), got "
+            f"{getattr(images, 'dtype', type(images))} {getattr(images, 'shape', '')}: keep uint8, convert later.")
+        assert isinstance(labels, np.ndarray) and labels.dtype == np.int64, (
+            f"{prefix}labels must be an int64 numpy array, got {getattr(labels, 'dtype', type(labels))}")
+    if not batches:
+        return np.empty((0, CROP, CROP, 3), np.uint8), []
+    return np.concatenate([images for images, _ in batches]), np.concatenate([labels for _, labels in batches]).tolist()

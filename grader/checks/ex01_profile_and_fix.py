@@ -8,10 +8,10 @@ from types import ModuleType
 
 import numpy as np
 
-from grader.support import dataset_samples, require, within
+from grader.support import batch_layout, dataset_samples, require, within
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import CROP, Sample, broken_files, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import Sample, broken_files, list_samples, mean_abs_difference, reference_crop
 from loaderlab.paths import dataset_dir
 
 MEAN_TOLERANCE = 2.0   # mean |difference| over all images, in 0..255 levels (draft decoding moves a few)
@@ -56,20 +56,8 @@ def bottleneck_is_named(ex: ModuleType) -> None:
 
 
 def _check_batches(batches: list[tuple[np.ndarray, np.ndarray]], samples: list[Sample], batch_size: int) -> None:
-    sizes = [len(images) for images, _ in batches]
-    expected_sizes = [batch_size] * (len(samples) // batch_size) + ([len(samples) % batch_size] if len(samples) % batch_size else [])
-    assert sizes == expected_sizes, (
-        f"batch sizes {sizes}, expected {expected_sizes}: every batch full except the last, and the "
-        "last partial batch kept (dropping it loses samples every epoch).")
-    for images, labels in batches:
-        assert isinstance(images, np.ndarray) and images.dtype == np.uint8 and images.shape[1:] == (CROP, CROP, 3), (
-            f"images must be a uint8 numpy array of shape (N, {CROP}, {CROP}, 3), got "
-            f"{getattr(images, 'dtype', type(images))} {getattr(images, 'shape', '')}: keep uint8, convert later.")
-        assert isinstance(labels, np.ndarray) and labels.dtype == np.int64, (
-            f"labels must be an int64 numpy array, got {getattr(labels, 'dtype', type(labels))}")
-    labels = np.concatenate([labels for _, labels in batches]).tolist()
+    images, labels = batch_layout(batches, len(samples), batch_size)
     assert labels == [s.label for s in samples], "labels are not the samples' labels in sample order"
-    images = np.concatenate([images for images, _ in batches])
     differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
     worst = int(np.argmax(differences))
     assert np.mean(differences) <= MEAN_TOLERANCE and differences[worst] <= WORST_TOLERANCE, (

@@ -12,9 +12,9 @@ from types import ModuleType
 
 import numpy as np
 
-from grader.support import SHM_DIR, child_processes, dataset_samples, no_leaks, require, within
+from grader.support import SHM_DIR, batch_layout, child_processes, dataset_samples, no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import CROP, Sample, reference_crop
+from loaderlab.images import Sample, reference_crop
 from loaderlab.machine import usable_cores
 from loaderlab.sim import gil_bound_transform
 
@@ -90,19 +90,7 @@ def _load(ex: ModuleType, samples: list[Sample], transform, batch_size: int, num
 
 
 def _check_batches(batches, samples: list[Sample], expected: list[np.ndarray], batch_size: int, setting: str) -> None:
-    sizes = [len(images) for images, _ in batches]
-    expected_sizes = [min(batch_size, len(samples) - start) for start in range(0, len(samples), batch_size)]
-    assert sizes == expected_sizes, (
-        f"{setting}: batch sizes {sizes}, expected {expected_sizes}: every sample once, in batches of "
-        "batch_size, the last partial batch kept.")
-    for images, labels in batches:
-        assert isinstance(images, np.ndarray) and images.dtype == np.uint8 and images.shape[1:] == (CROP, CROP, 3), (
-            f"{setting}: images must be a uint8 numpy array of shape (N, {CROP}, {CROP}, 3), got "
-            f"{getattr(images, 'dtype', type(images))} {getattr(images, 'shape', '')}")
-        assert isinstance(labels, np.ndarray) and labels.dtype == np.int64, (
-            f"{setting}: labels must be an int64 numpy array, got {getattr(labels, 'dtype', type(labels))}")
-    labels = np.concatenate([labels for _, labels in batches]).tolist()
-    images = np.concatenate([images for images, _ in batches])
+    images, labels = batch_layout(batches, len(samples), batch_size, setting)
     wrong = [i for i, (got, want) in enumerate(zip(images, expected)) if not np.array_equal(got, want)]
     if wrong:
         moved = next((j for j, want in enumerate(expected) if np.array_equal(images[wrong[0]], want)), None)
