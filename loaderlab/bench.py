@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -190,9 +190,3 @@ def compare(
         target=target,
     )
 
-
-def print_table(comparisons: Sequence[Comparison]) -> None:
-    """Print comparisons as one table, header first."""
-    print(Comparison.HEADER)
-    for comparison in comparisons:
-        print(comparison.row())

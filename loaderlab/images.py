@@ -57,6 +57,18 @@ def list_samples(split_dir: Path | str) -> list[Sample]:
     return samples
 
 
+# What Pillow raises for a file that is not a decodable image (truncated, empty, not a JPEG, ...).
+DECODE_ERRORS = (OSError, SyntaxError, ValueError, Image.DecompressionBombError)
+
+
+def decode_failure_reason(path: Path | str, error: BaseException) -> str:
+    """A short, readable reason why `path` did not decode."""
+    path = Path(path)
+    if path.exists() and path.stat().st_size == 0:
+        return "empty file (0 bytes)"
+    return f"{type(error).__name__}: {error}"
+
+
 def decode_rgb(path: Path | str) -> Image.Image:
     """Open and fully decode an image as RGB, turning every failure into CorruptImage."""
     try:
@@ -64,10 +76,8 @@ def decode_rgb(path: Path | str) -> Image.Image:
             return image.convert("RGB")
     except FileNotFoundError:
         raise
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
-        size = Path(path).stat().st_size if Path(path).exists() else 0
-        reason = "empty file (0 bytes)" if size == 0 else f"{type(err).__name__}: {err}"
-        raise CorruptImage(path, reason) from err
+    except DECODE_ERRORS as err:
+        raise CorruptImage(path, decode_failure_reason(path, err)) from err
 
 
 def resize_center_crop(image: Image.Image, resize: int = RESIZE, crop: int = CROP) -> Image.Image:

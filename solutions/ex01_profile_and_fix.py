@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from loaderlab.images import CROP, RESIZE, CorruptImage, Sample
+from loaderlab.images import CROP, DECODE_ERRORS, RESIZE, Sample, decode_failure_reason
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,8 @@ def _decoded(samples: Iterable[Sample], skipped: list[Skipped]) -> Iterator[tupl
             yield fast_center_crop(path), label
         except FileNotFoundError:
             raise  # a wrong path is a bug in the sample list, not a bad image
-        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
-            reason = "empty file (0 bytes)" if Path(path).stat().st_size == 0 else f"{type(err).__name__}: {err}"
+        except DECODE_ERRORS as err:
+            reason = decode_failure_reason(path, err)
             skipped.append(Skipped(Path(path), reason))
             log.warning("skipped %s: %s", path, reason)
 
