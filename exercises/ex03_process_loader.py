@@ -8,8 +8,11 @@ come back through shared memory instead of being pickled.
 Processes bring problems threads did not have: random generators copied into
 every worker, exceptions that stay in the child, children that die without a
 word, and shared-memory segments that outlive the program. The grader checks
-each of them before it times anything.
-Grade: `pytest grader/test_ex03_process_loader.py`. Hints: `make hint EX=ex03`.
+each of them before it times anything. Then it times your loader twice: against
+one process on a GIL-holding transform, and against the naive `Pool.map` that
+returns normalised float32 images (notebook 03, section 4).
+Grade: `pytest grader/test_ex03_process_loader.py` (add `--start-method spawn` to
+grade it as macOS and Windows start workers). Hints: `make hint EX=ex03`.
 """
 
 from __future__ import annotations

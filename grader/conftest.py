@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="folder holding the exercise modules to grade (default: exercises; e.g. solutions)")
     group.addoption("--results", default=str(GRADER_DIR / "results.json"),
                     help="where to write the results as JSON (default: .grader/results.json)")
+    group.addoption("--start-method", default=None, choices=multiprocessing.get_all_start_methods(),
+                    help="how worker processes start in every check that does not choose (default: this platform's; "
+                         "spawn is macOS's and Windows' default)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,7 +56,8 @@ def grade(request: pytest.FixtureRequest):
         else:
             marker = request.node.get_closest_marker("timeout_s")
             timeout = float(marker.args[0]) if marker else DEFAULT_TIMEOUT_S
-            result = run_check(target_dir(request.config), exercise, check, timeout)
+            result = run_check(target_dir(request.config), exercise, check, timeout,
+                               request.config.getoption("--start-method"))
         results.append(result)
         if result.status != PASS:
             pytest.fail(result.explain(), pytrace=False)
@@ -67,8 +72,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     target = str(target_dir(config).relative_to(REPO_ROOT) if target_dir(config).is_relative_to(REPO_ROOT) else target_dir(config))
     terminalreporter.section("loaderlab grades")
+    start_method = config.getoption("--start-method") or multiprocessing.get_start_method()
     for line in summary_lines(results, target + "/", usable_cores()):
         terminalreporter.write_line(line)
+    terminalreporter.write_line(f"worker processes started with: {start_method}")
     path = Path(config.getoption("--results"))
-    write_json(results, target, path)
+    write_json(results, target, path, start_method)
     terminalreporter.write_line(f"\nresults saved to {path}")

@@ -79,12 +79,13 @@ def summary_lines(results: list[CheckResult], target: str, cores: int) -> list[s
     return lines
 
 
-def write_json(results: list[CheckResult], target: str, path: Path) -> None:
+def write_json(results: list[CheckResult], target: str, path: Path, start_method: str) -> None:
     """Results with the machine's facts, for instructors to collect."""
     path.parent.mkdir(parents=True, exist_ok=True)
     grouped = _by_exercise(results)
     payload = {
         "target": target,
+        "start_method": start_method,
         "machine": facts(),
         "exercises": {name: {"status": exercise_status(checks), "checks": [asdict(c) for c in checks]}
                       for name, checks in grouped.items()},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -24,13 +25,20 @@ from loaderlab.bench import Comparison
 from loaderlab.paths import REPO_ROOT
 
 OUTPUT_TAIL_CHARS = 2000
+START_METHOD_ENV = "LOADERLAB_START_METHOD"  # the child's default multiprocessing start method, when set
 
 
-def run_check(target: Path, exercise: str, check: str, timeout_s: float) -> CheckResult:
-    """Run `grader.checks.<exercise>.<check>` against `<target>/<exercise>.py` in a new process."""
+def run_check(target: Path, exercise: str, check: str, timeout_s: float, start_method: str | None = None) -> CheckResult:
+    """Run `grader.checks.<exercise>.<check>` against `<target>/<exercise>.py` in a new process.
+
+    `start_method` ("fork", "spawn", "forkserver") becomes the child's default way to start worker
+    processes, so every loader that does not choose one itself is graded under it.
+    """
     with tempfile.TemporaryDirectory(prefix="loaderlab-grade-") as tmp:
         verdict_file = Path(tmp) / "verdict.json"
         env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        if start_method:
+            env[START_METHOD_ENV] = start_method
         command = [sys.executable, "-m", "grader.runner", str(target), exercise, check, str(verdict_file)]
         start = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
@@ -74,6 +82,8 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
         return {"status": ERROR, "message": f"MISSING FILE: {exercise_file} does not exist. Did you rename or move it? "
                 f"Restore it with `git checkout -- {exercise_file.relative_to(REPO_ROOT) if exercise_file.is_relative_to(REPO_ROOT) else exercise_file}`."}
     sys.path.insert(0, str(target.resolve()))
+    if os.environ.get(START_METHOD_ENV):
+        multiprocessing.set_start_method(os.environ[START_METHOD_ENV], force=True)
     try:
         module = importlib.import_module(exercise)
     except Exception as err:  # the learner's module failed to import: show why

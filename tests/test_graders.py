@@ -4,6 +4,7 @@ the planted reason. (That the solutions pass is `make test`'s run of `pytest gra
 from __future__ import annotations
 
 import importlib
+import multiprocessing
 import tomllib
 from dataclasses import dataclass
 
@@ -89,3 +90,20 @@ def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
     result = run_check(PLANTED / folder, planted.exercise, check, timeout_s=300)
     assert result.status == FAIL and result.message.startswith("too slow"), result.explain()
     assert result.metrics and result.metrics["ratio"] < result.metrics["target"]
+
+
+def test_start_method_option_reaches_the_learners_loader(tmp_path) -> None:
+    """`pytest grader/ --start-method spawn` must really grade under spawn: a loader that checks says so."""
+    (tmp_path / "ex03_process_loader.py").write_text(
+        "import multiprocessing\n"
+        "from solutions.ex03_process_loader import *\n"
+        "from solutions.ex03_process_loader import ProcessLoader as Reference\n\n\n"
+        "class ProcessLoader(Reference):\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        assert multiprocessing.get_start_method() == 'spawn', 'graded under ' + multiprocessing.get_start_method()\n"
+        "        super().__init__(*args, **kwargs)\n")
+    check = "batches_match_sequential_reference"
+    assert run_check(tmp_path, "ex03_process_loader", check, 90, start_method="spawn").status == PASS
+    other = next(m for m in ("fork", "forkserver") if m in multiprocessing.get_all_start_methods())
+    result = run_check(tmp_path, "ex03_process_loader", check, 90, start_method=other)
+    assert result.status == FAIL and f"graded under {other}" in result.message, result.explain()
