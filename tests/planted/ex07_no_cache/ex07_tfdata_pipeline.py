@@ -1,0 +1,12 @@
+"""Planted defect: no cache, so every epoch reads and decodes every file again."""
+
+from solutions.ex07_tfdata_pipeline import *  # noqa: F403
+from solutions.ex07_tfdata_pipeline import AUTOTUNE, decoded_files, with_random_flips
+
+
+def build_pipeline(root, batch_size, training, seed, drop_remainder=False):
+    dataset, file_count = decoded_files(root)  # planted: no cache()
+    if training:
+        dataset = dataset.shuffle(file_count, seed=seed, reshuffle_each_iteration=True)
+        dataset = with_random_flips(dataset, seed)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(AUTOTUNE)
