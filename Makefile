@@ -20,9 +20,11 @@ lab: $(INSTALLED) data  ## set up, make the data, open JupyterLab on notebooks/
 
 data: $(INSTALLED)  ## the dataset for PROFILE (default workshop); nothing to do if it is there
 	$(PY) -m data_gen --profile $(PROFILE)
+	$(PY) -m data_gen --profile $(PROFILE) --imbalance 10
 
 data-ci: $(INSTALLED)
 	$(PY) -m data_gen --profile ci
+	$(PY) -m data_gen --profile ci --imbalance 10
 
 grade: $(INSTALLED)  ## grade your exercises
 	$(PY) -m pytest grader/

@@ -162,6 +162,17 @@ def test_reference_crop_matches_torchvision() -> None:
     assert np.array_equal(reference_crop(path), expected)
 
 
+def test_center_crop_folder_serves_reference_crops_and_labels() -> None:
+    from loaderlab.torchdata import CenterCropFolder
+
+    samples = list_samples(dataset_dir() / "train")
+    dataset = CenterCropFolder(dataset_dir() / "train")
+    image, label = dataset[len(dataset) - 1]
+    assert len(dataset) == len(samples) and dataset.targets == [s.label for s in samples]
+    assert label == samples[-1].label
+    assert np.array_equal(image.numpy(), reference_crop(samples[-1].path).transpose(2, 0, 1))
+
+
 def test_every_planted_broken_file_raises_a_clear_error() -> None:
     broken = broken_files(dataset_dir())
     assert broken
