@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import csv
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -55,6 +59,39 @@ def list_samples(split_dir: Path | str) -> list[Sample]:
             )
         samples.extend(Sample(path, label) for path in files)
     return samples
+
+
+def link_subset(samples: Sequence[Sample], dest: Path | str) -> Path:
+    """An ImageFolder tree at `dest` holding just `samples`, as links to the files (copies where links fail).
+
+    Each file goes under its own class folder's name, so a loader built on `dest` sees a small
+    dataset with the same layout. Labels are numbered anew by the class folders present: keep at
+    least one sample of every class for them to equal the original labels.
+    """
+    dest = Path(dest)
+    for path, _ in samples:
+        target = dest / path.parent.name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.symlink_to(path.resolve())
+        except OSError:  # no symlinks here (Windows without developer mode): copy instead
+            shutil.copyfile(path, target)
+    return dest
+
+
+@contextmanager
+def linked_split(samples: Sequence[Sample], extra: dict[str, Path] | None = None) -> Iterator[tuple[Path, list[Sample]]]:
+    """A temporary ImageFolder tree `<tmp>/train/<class>/<file>` of links to `samples`, removed afterwards.
+
+    `extra` adds links by relative name ("<class>/<file>": target). Yields the root and its
+    samples in `list_samples` order: for loaders that take a folder, run on a few files.
+    """
+    with tempfile.TemporaryDirectory(prefix="loaderlab-split-") as tmp:
+        root = link_subset(samples, Path(tmp) / "train")
+        for name, target in (extra or {}).items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).symlink_to(target)
+        yield root, list_samples(root)
 
 
 # What Pillow raises for a file that is not a decodable image (truncated, empty, not a JPEG, ...).

@@ -7,35 +7,16 @@ importable where TensorFlow is not installed.
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loaderlab.images import CROP, RESIZE, Sample, class_names, list_samples
+from loaderlab.images import CROP, RESIZE, class_names
 from loaderlab.trace import Span
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
 IMAGE_PATTERN = "*/*.jpg"
-
-
-@contextmanager
-def linked_split(samples: list[Sample], extra: dict[str, Path] | None = None) -> Iterator[tuple[Path, list[Sample]]]:
-    """A temporary ImageFolder tree `<tmp>/train/<class>/<file>` of symbolic links to `samples`, removed afterwards.
-
-    `extra` adds links by relative name ("<class>/<file>": target). Yields the root and its
-    samples in `list_samples` order. For pipelines that take a folder, run on a few files.
-    """
-    with tempfile.TemporaryDirectory(prefix="loaderlab-split-") as tmp:
-        root = Path(tmp) / "train"
-        links = {f"{s.path.parent.name}/{s.path.name}": s.path for s in samples} | (extra or {})
-        for name, target in links.items():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(target, root / name)
-        yield root, list_samples(root)
 
 
 def decode_center_crop(data: tf.Tensor) -> tf.Tensor:

@@ -12,10 +12,10 @@ import numpy as np
 
 from grader.support import batch_layout, require, within
 from loaderlab.bench import Comparison, compare, count_batch, measure
-from loaderlab.images import CROP, Sample, broken_files, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import CROP, Sample, broken_files, linked_split, list_samples, mean_abs_difference, reference_crop
 from loaderlab.paths import dataset_dir
 from loaderlab.sim import SimulatedGPU
-from loaderlab.tfdata import linked_split, naive_pipeline
+from loaderlab.tfdata import naive_pipeline
 
 SEED = 1234
 PIXEL_TOLERANCE = 3.0    # mean |difference| to reference_crop (0..255); decode_center_crop measured max 1.53 (ci, 40 files), 1.57 (workshop, 360)
