@@ -22,12 +22,14 @@ from loaderlab.sim import gil_bound_transform
 SEED = 1234
 GIL_ITERATIONS = 150_000   # one pass of gil_bound_transform: about 11 ms of pure Python per image
 GIL_REPEATS = 3            # three passes: the transform dominates the 5 ms decode
-GIL_SAMPLES = 32
-PROCESS_EFFICIENCY = 0.7   # target = 0.7 x min(workers, cores) = 1.4x on 2 cores; measured 1.91-1.94x there (ci and workshop)
-POOL_SAMPLES = 128
-# uint8 through shared memory vs Pool.map of float32 (loaderlab.baselines.naive_pool_batches), 2 cores:
-# the solution measured 2.00-2.63x (ci and workshop, 8 runs; 1.56-1.71x while other jobs ran unlocked);
-# a planted Pool.map of float32 dressed as ProcessLoader measured 1.12-1.28x.
+GIL_SAMPLES = 96           # enough work per epoch that starting workers (about 0.2 s under spawn) stays small
+# target = 0.7 x cores = 1.4x on 2 cores; with 96 images the solution measured 1.98x under fork and
+# 1.73-1.78x under spawn (ci and workshop), a planted single worker 0.95-1.00x.
+PROCESS_EFFICIENCY = 0.7
+POOL_SAMPLES = 192
+# uint8 through shared memory vs Pool.map of float32 (loaderlab.baselines.naive_pool_batches), 2 cores, 192 images:
+# the solution measured 2.05x under fork and 1.70-1.76x under spawn (ci and workshop); a planted Pool.map of
+# float32 dressed as ProcessLoader 0.99-1.02x. (With 128 images: 1.84-2.63x, planted 1.12-1.28x.)
 POOL_TARGET = 1.45
 
 
