@@ -57,6 +57,6 @@ def test_processes_beat_the_gil(grade):
 @pytest.mark.throughput
 @pytest.mark.timeout_s(240)
 def test_beats_a_naive_float32_pool(grade):
-    """Decode and crop only: the loader (uint8 through shared memory) must be at least 1.45x faster than
+    """Decode and crop only: the loader (uint8 through shared memory) must be at least 1.3x faster than
     `Pool.map` returning normalised float32 images (each 600 KB, pickled back), with the same number of workers."""
     grade()
