@@ -4,8 +4,8 @@ samples in a temporary folder, so that an epoch is short on any dataset profile.
 from __future__ import annotations
 
 import gc
-import tempfile
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,7 +16,7 @@ from grader.checks.ex01_profile_and_fix import MEAN_TOLERANCE, WORST_TOLERANCE
 from grader.support import batch_layout, child_processes, dataset_samples, no_leaks, require, within
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import CROP, Sample, link_subset, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import CROP, Sample, linked_split, mean_abs_difference, reference_crop
 from loaderlab.machine import usable_cores
 
 SEED = 7
@@ -29,10 +29,9 @@ SIGNATURE_BLOCKS = 8       # an image's signature: its mean colour over 8 x 8 bl
 
 # ---- helpers ----------------------------------------------------------------------------
 
-def _subset(count: int, folder: str) -> tuple[Path, list[Sample]]:
-    """An ImageFolder of links to `count` training samples spread over every class, and its samples in file order."""
-    root = link_subset(dataset_samples("train", count), folder)
-    return root, list_samples(root)
+def _subset(count: int) -> AbstractContextManager[tuple[Path, list[Sample]]]:
+    """A temporary ImageFolder of links to `count` training samples spread over every class, and its samples."""
+    return linked_split(dataset_samples("train", count))
 
 
 def _make(ex: ModuleType, root: Path, **options: Any) -> Any:
@@ -124,8 +123,7 @@ def _flips(images: np.ndarray, references: list[np.ndarray], setting: str) -> li
 # ---- correctness ------------------------------------------------------------------------
 
 def batches_match_reference(ex: ModuleType) -> None:
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex04-") as folder:
-        root, samples = _subset(70, folder)
+    with _subset(70) as (root, samples):
         setting = "make_loader(root, batch_size=16, num_workers=2)"
         with no_leaks(setting):
             (batches,) = _epochs(ex, root, 1, setting, batch_size=16, num_workers=2)
@@ -143,8 +141,7 @@ def batches_match_reference(ex: ModuleType) -> None:
 
 
 def every_sample_once_when_shuffled(ex: ModuleType) -> None:
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex04-") as folder:
-        root, samples = _subset(70, folder)
+    with _subset(70) as (root, samples):
         references = [reference_crop(s.path) for s in samples]
         setting = f"make_loader(root, batch_size=16, shuffle=True, seed={SEED})"
         runs = _seeded_runs(ex, root, setting, batch_size=16, num_workers=2, shuffle=True)
@@ -171,8 +168,7 @@ def every_sample_once_when_shuffled(ex: ModuleType) -> None:
 
 
 def uses_the_asked_worker_processes(ex: ModuleType) -> None:
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex04-") as folder:
-        root, samples = _subset(24, folder)
+    with _subset(24) as (root, samples):
         for workers in (0, 1, 3):
             setting = f"make_loader(root, batch_size=4, num_workers={workers})"
             started: list[int] = []
@@ -207,8 +203,7 @@ def uses_the_asked_worker_processes(ex: ModuleType) -> None:
 
 
 def augmentations_differ_between_workers(ex: ModuleType) -> None:
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex04-") as folder:
-        root, samples = _subset(48, folder)
+    with _subset(48) as (root, samples):
         references = [reference_crop(s.path) for s in samples]
         setting = f"make_loader(root, batch_size=8, num_workers=2, augment=True, seed={SEED})"
         runs = _seeded_runs(ex, root, setting, batch_size=8, num_workers=2, augment=True)
@@ -231,11 +226,10 @@ def augmentations_differ_between_workers(ex: ModuleType) -> None:
 
 def bad_input_is_reported(ex: ModuleType) -> None:
     make_loader = require(ex, "make_loader")
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex04-") as folder:
-        root = link_subset(dataset_samples("train", 4), Path(folder) / "tree")
+    with _subset(4) as (root, _):
         (root / "zz_empty_class").mkdir()
         cases: list[tuple[str, Callable[[], Any], str]] = [
-            ("a root that does not exist", lambda: make_loader(Path(folder) / "no_such_folder", batch_size=2, num_workers=0),
+            ("a root that does not exist", lambda: make_loader(root.parent / "no_such_folder", batch_size=2, num_workers=0),
              "no_such_folder"),
             ("a class folder with no images", lambda: make_loader(root, batch_size=2, num_workers=0), "zz_empty_class"),
         ]
@@ -262,8 +256,7 @@ def bad_input_is_reported(ex: ModuleType) -> None:
 def twice_the_tutorial_configuration(ex: ModuleType) -> Comparison | None:
     import torch
 
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex04-") as folder:
-        root, _ = _subset(TIMED_SAMPLES, folder)
+    with _subset(TIMED_SAMPLES) as (root, _):
         loaders: dict[str, Any] = {}
 
         def run() -> Comparison | None:

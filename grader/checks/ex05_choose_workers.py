@@ -4,7 +4,6 @@ then a real sweep of the tutorial DataLoader."""
 from __future__ import annotations
 
 import statistics
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from types import ModuleType
@@ -16,7 +15,7 @@ import torch
 from grader.support import dataset_samples, no_leaks, require, within
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch, measure
-from loaderlab.images import link_subset
+from loaderlab.images import linked_split
 from loaderlab.machine import usable_cores
 
 MAX_CALLS_PER_CANDIDATE = 7   # 3 to 5 runs are plenty; more wastes the learner's time
@@ -166,8 +165,7 @@ def real_sweep_choice_is_near_the_best(ex: ModuleType) -> Comparison | None:
         return None
     candidates = list(range(min(cores + 2, 6)))
     torch.set_num_threads(1)  # as in each worker; OpenMP threads in this process collapse when the cores are shared
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex05-") as folder, no_leaks("the sweep's DataLoaders"):
-        root = link_subset(dataset_samples("train", SWEEP_SAMPLES), folder)
+    with linked_split(dataset_samples("train", SWEEP_SAMPLES)) as (root, _), no_leaks("the sweep's DataLoaders"):
         calls: Counter[int] = Counter()
 
         def measured(workers: int) -> float:

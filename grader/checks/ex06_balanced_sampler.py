@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +18,7 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from grader.support import no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import CROP, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import CROP, Sample, linked_split, list_samples, mean_abs_difference, reference_crop
 from loaderlab.machine import usable_cores
 from loaderlab.paths import DatasetMissing, dataset_dir
 from loaderlab.torchdata import CenterCropFolder
@@ -51,21 +49,18 @@ def _imbalanced_train() -> Path:
 
 
 @contextmanager
-def _small_copy() -> Iterator[Path]:
-    """A temporary copy of about SMALL_FOLDER_SIZE samples of the imbalanced train split, class ratios kept."""
+def _small_subset() -> Iterator[Path]:
+    """A temporary folder of links to about SMALL_FOLDER_SIZE samples of the imbalanced train split, class ratios kept."""
     samples = list_samples(_imbalanced_train())
-    by_class: dict[int, list[Path]] = {}
-    for path, label in samples:
-        by_class.setdefault(label, []).append(path)
+    by_class: dict[int, list[Sample]] = {}
+    for sample in samples:
+        by_class.setdefault(sample.label, []).append(sample)
     scale = min(1.0, SMALL_FOLDER_SIZE / len(samples))
-    with tempfile.TemporaryDirectory(prefix="loaderlab-ex06-") as tmp:
-        split_dir = Path(tmp) / "train"
-        for paths in by_class.values():
-            keep = max(1, round(len(paths) * scale))
-            folder = split_dir / paths[0].parent.name
-            folder.mkdir(parents=True)
-            for index in range(keep):
-                shutil.copy(paths[int(index * len(paths) / keep)], folder)
+    kept = []
+    for members in by_class.values():
+        keep = max(1, round(len(members) * scale))
+        kept += [members[int(index * len(members) / keep)] for index in range(keep)]
+    with linked_split(kept) as (split_dir, _):
         yield split_dir
 
 
@@ -124,7 +119,7 @@ def sample_weights_are_per_sample(ex: ModuleType) -> None:
 
 
 def batches_have_the_right_layout(ex: ModuleType) -> None:
-    with _small_copy() as split_dir:
+    with _small_subset() as split_dir:
         loader = _make(ex, split_dir, 4, num_workers=2, seed=SEED, epoch_length=21)
         batches = _loaded_batches(loader, "a balanced loader with num_workers=2")
     sizes = [len(batch[1]) if isinstance(batch, (tuple, list)) and len(batch) == 2 else -1 for batch in batches]
@@ -142,7 +137,7 @@ def batches_have_the_right_layout(ex: ModuleType) -> None:
 
 
 def labels_match_the_images(ex: ModuleType) -> None:
-    with _small_copy() as split_dir:
+    with _small_subset() as split_dir:
         samples = list_samples(split_dir)
         loader = _make(ex, split_dir, 8, num_workers=2, seed=SEED, epoch_length=40)
         batches = _loaded_batches(loader, "a balanced loader with num_workers=2")

@@ -57,7 +57,10 @@ def _sha256(data: bytes) -> str:
 
 @contextmanager
 def _tree() -> Iterator[tuple[Path, Path, dict[str, Expected]]]:
-    """A temporary ImageFolder copy of SAMPLES training images, a folder for shards, and each key's sha256 and label."""
+    """A temporary ImageFolder copy of SAMPLES training images, a folder for shards, and each key's sha256 and label.
+
+    Copies, not links (as `loaderlab.images.linked_split` makes): a writer using `tarfile.add` would store a link.
+    """
     manifest = {row["path"]: row for row in read_manifest(dataset_dir())}
     train = dataset_dir() / "train"
     expected: dict[str, Expected] = {}
