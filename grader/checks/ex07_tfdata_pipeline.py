@@ -10,9 +10,9 @@ from types import ModuleType
 
 import numpy as np
 
-from grader.support import batch_layout, require, within
+from grader.support import batch_layout, dataset_samples, require, within
 from loaderlab.bench import Comparison, compare, count_batch, measure
-from loaderlab.images import CROP, Sample, broken_files, linked_split, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import CROP, Sample, broken_files, class_names, linked_split, mean_abs_difference, reference_crop
 from loaderlab.paths import dataset_dir
 from loaderlab.sim import SimulatedGPU
 from loaderlab.tfdata import naive_pipeline
@@ -37,11 +37,8 @@ CACHED_EPOCH_TARGET = 10.0
 # ---- the files a check uses -------------------------------------------------------------------
 
 def _spread(per_class: int) -> list[Sample]:
-    """`per_class` files of every class of the active training split."""
-    by_class: dict[int, list[Sample]] = {}
-    for sample in list_samples(dataset_dir() / "train"):
-        by_class.setdefault(sample.label, []).append(sample)
-    return [s for group in by_class.values() for s in group[:: max(1, len(group) // per_class)][:per_class]]
+    """`per_class` files of every class of the active training split (spread evenly over its sorted files)."""
+    return dataset_samples("train", per_class * len(class_names(dataset_dir() / "train")))
 
 
 # ---- reading the learner's dataset ---------------------------------------------------------
