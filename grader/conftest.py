@@ -1,8 +1,9 @@
-"""pytest wiring for the grader: --target, the `grade` fixture, the summary table, results JSON."""
+"""pytest wiring for the grader: --target, the `grade` fixture, steps, the summary table, results JSON."""
 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--target", default="exercises",
                     help="folder holding the exercise modules to grade (default: exercises; e.g. solutions)")
     group.addoption("--results", default=str(GRADER_DIR / "results.json"),
-                    help="where to write the results as JSON (default: .grader/results.json)")
+                    help="where to merge the results as JSON (default: .grader/results.json)")
     group.addoption("--start-method", default=None, choices=multiprocessing.get_all_start_methods(),
                     help="how worker processes start in every check that does not choose (default: this platform's; "
                          "spawn is macOS's and Windows' default)")
@@ -40,16 +41,26 @@ def target_dir(config: pytest.Config) -> Path:
     raise pytest.UsageError(f"--target {raw}: no such folder (relative paths resolve from {REPO_ROOT} or the cwd)")
 
 
+def _step(item: pytest.Item) -> tuple[int, str]:
+    marker = item.get_closest_marker("step")
+    return (int(marker.args[0]), str(marker.args[1])) if marker else (0, "")
+
+
 @pytest.fixture
 def grade(request: pytest.FixtureRequest):
-    """Run this test's check (named after the test, minus `test_`) against the target, in a fresh process."""
+    """Run this test's check (named after the test, minus `test_`) against the target, in a fresh process.
+
+    A timed check runs only once every correctness check of its exercise has passed.
+    """
 
     def run() -> CheckResult:
         exercise = request.module.EXERCISE
         check = request.node.originalname.removeprefix("test_")
+        step, step_title = _step(request.node)
+        timed = request.node.get_closest_marker("throughput") is not None
         results: list[CheckResult] = request.config.stash[RESULTS]
-        earlier = [r for r in results if r.exercise == exercise]
-        if request.node.get_closest_marker("throughput") and not all(r.passed for r in earlier):
+        earlier = [r for r in results if r.exercise == exercise and not r.timed]
+        if timed and not all(r.passed for r in earlier):
             started = any(r.status != NOT_STARTED for r in earlier)
             result = CheckResult(exercise, check, NOT_TIMED if started else NOT_STARTED,
                                  "not timed: the correctness checks above must pass first (fast and wrong is still wrong).")
@@ -58,6 +69,7 @@ def grade(request: pytest.FixtureRequest):
             timeout = float(marker.args[0]) if marker else DEFAULT_TIMEOUT_S
             result = run_check(target_dir(request.config), exercise, check, timeout,
                                request.config.getoption("--start-method"))
+        result.step, result.step_title, result.timed = step, step_title, timed
         results.append(result)
         if result.status != PASS:
             pytest.fail(result.explain(), pytrace=False)
@@ -66,16 +78,38 @@ def grade(request: pytest.FixtureRequest):
     return run
 
 
+def declared_checks(exercise: str) -> dict[str, bool]:
+    """Every check the exercise's grader file declares, with whether it is timed."""
+    module = sys.modules.get(f"grader.test_{exercise}")
+    checks = {}
+    for name, function in vars(module or object()).items():
+        if name.startswith("test_") and callable(function):
+            marks = getattr(function, "pytestmark", [])
+            checks[name.removeprefix("test_")] = any(mark.name == "throughput" for mark in marks)
+    return checks
+
+
+def _not_run(results: list[CheckResult]) -> dict[str, dict[str, bool]]:
+    """Per exercise graded in this session, its checks that did not run (deselected), with whether each is timed."""
+    ran: dict[str, set[str]] = {}
+    for result in results:
+        ran.setdefault(result.exercise, set()).add(result.check)
+    return {exercise: {c: timed for c, timed in declared_checks(exercise).items() if c not in checks}
+            for exercise, checks in ran.items()}
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     results: list[CheckResult] = config.stash[RESULTS]
     if not results:
         return
-    target = str(target_dir(config).relative_to(REPO_ROOT) if target_dir(config).is_relative_to(REPO_ROOT) else target_dir(config))
+    folder = target_dir(config)
+    target = str(folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder)
+    not_run = _not_run(results)
     terminalreporter.section("loaderlab grades")
     start_method = config.getoption("--start-method") or multiprocessing.get_start_method()
-    for line in summary_lines(results, target + "/", usable_cores()):
+    for line in summary_lines(results, target + "/", usable_cores(), not_run):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"worker processes started with: {start_method}")
     path = Path(config.getoption("--results"))
-    write_json(results, target, path, start_method)
+    write_json(results, target, path, start_method, not_run)
     terminalreporter.write_line(f"\nresults saved to {path}")

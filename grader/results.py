@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.hints import first_hint
+from grader.hints import hint_for_check, next_steps
 from loaderlab.machine import facts
+from loaderlab.paths import REPO_ROOT
 
 PASS, FAIL, ERROR, NOT_STARTED, TIMEOUT, NOT_TIMED = "pass", "fail", "error", "not started", "timeout", "not timed"
+CORRECT_UNTIMED = "correct; timing not run"
+PARTLY_RUN = "passed what ran"
+BUSY_SHARE = 0.75  # fewer free cores than this share of the usable ones: the machine was busy while timing
+RESULTS_FORMAT = 2
 
 
 @dataclass
@@ -24,6 +35,10 @@ class CheckResult:
     seconds: float = 0.0
     metrics: dict[str, Any] | None = None
     output: str = field(default="", repr=False)
+    peak_memory_mib: int = 0
+    step: int = 0          # the graded step of the exercise this check belongs to (0: the exercise has no steps)
+    step_title: str = ""
+    timed: bool = False    # a throughput check (it runs only after the correctness checks pass)
 
     @property
     def passed(self) -> bool:
@@ -37,57 +52,155 @@ class CheckResult:
         return text
 
 
-def exercise_status(results: list[CheckResult]) -> str:
-    """pass only if every check passed; 'not started' while nothing has passed and a TODO is untouched."""
-    if all(r.passed for r in results):
-        return PASS
+def status_of(results: list[CheckResult], not_run: dict[str, bool] | None = None) -> str:
+    """One status for a group of checks (an exercise or a step).
+
+    `not_run` names the group's checks that were not run in this session (deselected with -m or -k),
+    each with whether it is a timed check: passing what ran is then not a pass.
+    """
+    not_run = not_run or {}
+    if results and all(r.passed for r in results):
+        if not not_run:
+            return PASS
+        return CORRECT_UNTIMED if all(not_run.values()) else PARTLY_RUN
     if any(r.status == NOT_STARTED for r in results) and not any(r.passed for r in results):
         return NOT_STARTED
+    if results and all(r.passed or r.status == NOT_TIMED for r in results):
+        return NOT_TIMED
     return FAIL
 
 
-def _by_exercise(results: list[CheckResult]) -> dict[str, list[CheckResult]]:
-    grouped: dict[str, list[CheckResult]] = {}
+def _grouped(results: list[CheckResult], key: Any) -> dict[Any, list[CheckResult]]:
+    grouped: dict[Any, list[CheckResult]] = {}
     for result in results:
-        grouped.setdefault(result.exercise, []).append(result)
+        grouped.setdefault(key(result), []).append(result)
     return grouped
 
 
-def summary_lines(results: list[CheckResult], target: str, cores: int) -> list[str]:
-    """The end-of-run table: one line per exercise, one more per timed part, then hints."""
-    header = f"{'exercise':<34} {'status':<12} {'throughput':>12} {'baseline':>12} {'ratio':>7} {'target':>7} {'cores':>5}"
+def _cores_cell(metrics: dict[str, Any]) -> str:
+    free = metrics.get("free_cores")
+    return f"{metrics['cores']}" if free is None else f"{metrics['cores']} ({free:.1f} free)"
+
+
+def _timed_rows(checks: list[CheckResult], indent: str) -> list[str]:
+    rows = []
+    for result in checks:
+        if not result.metrics:
+            continue
+        m = result.metrics
+        mark = "ok" if m.get("passed") else "too slow"
+        name_width = 30 - len(indent)
+        rows.append(f"{indent}{m['name'][:name_width]:<{name_width}} {mark:<24} {m['candidate_ips']:>10.1f}/s "
+                    f"{m['baseline_ips']:>10.1f}/s {m['ratio']:>6.2f}x {m['target']:>6.2f}x {_cores_cell(m):>13}")
+    return rows
+
+
+def busy_while_timing(results: list[CheckResult]) -> tuple[float, int] | None:
+    """(free cores, usable cores) of the busiest timed check, if the machine was busy then; else None."""
+    measured = [(r.metrics["free_cores"], r.metrics["cores"]) for r in results
+                if r.metrics and r.metrics.get("free_cores") is not None]
+    if not measured:
+        return None
+    free, cores = min(measured)
+    return (free, cores) if free < BUSY_SHARE * cores else None
+
+
+def summary_lines(results: list[CheckResult], target: str, cores: int,
+                  not_run: dict[str, dict[str, bool]] | None = None) -> list[str]:
+    """The end-of-run table: a line per exercise, per step and per timed part; then what to do next.
+
+    `not_run` maps an exercise to its checks that were not run ({check: is_timed}).
+    """
+    not_run = not_run or {}
+    header = (f"{'exercise / step':<30} {'status':<24} {'throughput':>12} {'baseline':>12} {'ratio':>7} "
+              f"{'target':>7} {'cores':>13}")
     lines = [f"Grades for {target} ({cores} usable cores)", header, "-" * len(header)]
-    hints = []
-    for exercise, checks in _by_exercise(results).items():
-        status = exercise_status(checks)
-        timed = [r for r in checks if r.metrics]
-        lines.append(f"{exercise:<34} {status:<12}" + ("" if timed else f" {'-':>12} {'-':>12} {'-':>7} {'-':>7} {cores:>5}"))
-        for result in timed:
-            m = result.metrics
-            mark = "ok" if m.get("passed") else "too slow"
-            lines.append(
-                f"  {m['name'][:32]:<32} {mark:<12} {m['candidate_ips']:>10.1f}/s {m['baseline_ips']:>10.1f}/s "
-                f"{m['ratio']:>6.2f}x {m['target']:>6.2f}x {m['cores']:>5}"
-            )
-        if status != PASS:
-            failing = next(r for r in checks if not r.passed)
-            hints.append(f"{exercise}: first failing check `{failing.check}` ({failing.status}).")
-            hints.append(f"  hint 1: {first_hint(exercise)}")
-            hints.append(f"  more:   make hint EX={exercise} LEVEL=2")
-    if hints:
-        lines += ["", *hints]
-    return lines
+    advice: list[str] = []
+    untouched: list[str] = []
+    for exercise, checks in _grouped(results, lambda r: r.exercise).items():
+        status = status_of(checks, not_run.get(exercise))
+        lines.append(f"{exercise:<30} {status:<24}")
+        steps = _grouped(checks, lambda r: (r.step, r.step_title))
+        if len(steps) > 1 or next(iter(steps))[0]:
+            for (number, title), members in steps.items():
+                missing = {c: t for c, t in not_run.get(exercise, {}).items() if c in {m.check for m in members}}
+                lines.append(f"  {f'step {number}: {title}'[:28]:<28} {status_of(members, missing):<24}")
+                lines += _timed_rows(members, "    ")
+        else:
+            lines += _timed_rows(checks, "  ")
+        if status == NOT_STARTED and all(r.status == NOT_STARTED for r in checks):
+            untouched.append(exercise)
+        elif status not in (PASS, CORRECT_UNTIMED, PARTLY_RUN):
+            failing = next(r for r in checks if not r.passed and r.status != NOT_TIMED)
+            where = f"step {failing.step} ({failing.step_title}), " if failing.step else ""
+            advice += [f"{exercise}: {where}check `{failing.check}` ({failing.status}).",
+                       f"  hint: {hint_for_check(exercise, failing.check)}",
+                       f"  more: make hint EX={exercise[:4]} LEVEL=2"]
+    busy = busy_while_timing(results)
+    if busy:
+        advice += ["", f"The machine was busy while timing: {busy[0]:.1f} of {busy[1]} cores were free. Targets that "
+                   "depend on cores were scaled to the free ones, so a ratio here says less than usual; close other "
+                   "programs and grade again for figures that mean more."]
+    if untouched and not advice:
+        advice += next_steps(untouched[0])
+    elif untouched:
+        advice += ["", f"Not started yet: {', '.join(untouched)}."]
+    return lines + ([""] + advice if advice else [])
 
 
-def write_json(results: list[CheckResult], target: str, path: Path, start_method: str) -> None:
-    """Results with the machine's facts, for instructors to collect."""
+def _commit() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock beside `path` (where the OS offers one), so that two runs merge in turn."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: runs rarely overlap there; the atomic replace still keeps the file whole
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return payload if isinstance(payload, dict) and payload.get("format") == RESULTS_FORMAT else {}
+
+
+def write_json(results: list[CheckResult], target: str, path: Path, start_method: str,
+               not_run: dict[str, dict[str, bool]] | None = None) -> None:
+    """Merge this run's results into `path`, exercise by exercise (the newest grade of each wins).
+
+    Each exercise keeps when and how it was graded (the course's commit, the start method, the
+    machine), so grading one exercise never erases the others, and instructors can collect the file.
+    """
+    not_run = not_run or {}
     path.parent.mkdir(parents=True, exist_ok=True)
-    grouped = _by_exercise(results)
-    payload = {
-        "target": target,
-        "start_method": start_method,
-        "machine": facts(),
-        "exercises": {name: {"status": exercise_status(checks), "checks": [asdict(c) for c in checks]}
-                      for name, checks in grouped.items()},
-    }
-    path.write_text(json.dumps(payload, indent=2))
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    machine = facts()
+    graded = {name: {"status": status_of(checks, not_run.get(name)), "target": target, "when": now,
+                     "commit": _commit(), "start_method": start_method, "machine": machine,
+                     "checks": [asdict(c) for c in checks]}
+              for name, checks in _grouped(results, lambda r: r.exercise).items()}
+    with _locked(path):
+        payload = _read(path) or {"format": RESULTS_FORMAT, "exercises": {}}
+        payload["exercises"] = dict(sorted((payload.get("exercises", {}) | graded).items()))
+        payload |= {"updated": now, "learner": os.environ.get("LOADERLAB_LEARNER") or payload.get("learner"),
+                    "machine": machine}
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as out:
+            json.dump(payload, out, indent=2)
+        os.replace(out.name, path)

@@ -16,53 +16,154 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
 
-from grader.results import ERROR, FAIL, NOT_STARTED, PASS, TIMEOUT, CheckResult
+import psutil
+
+from grader import shm_ledger  # noqa: F401  (importing it starts the ledger in this process and its workers)
+from grader.hints import crash_advice
+from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, TIMEOUT, CheckResult
 from loaderlab.bench import Comparison
+from loaderlab.machine import total_ram_bytes
 from loaderlab.paths import REPO_ROOT
 
 OUTPUT_TAIL_CHARS = 2000
 START_METHOD_ENV = "LOADERLAB_START_METHOD"  # the child's default multiprocessing start method, when set
+MEMORY_CAP_ENV = "LOADERLAB_MEMORY_CAP_GB"   # overrides the default cap below
+MEMORY_POLL_S = 0.25
+# The most a check's processes may hold together (resident memory summed over the process tree): a runaway
+# stops here instead of taking the machine down. See memory_cap_bytes for how it was chosen.
+DEFAULT_MEMORY_CAP_GIB = 6.0
+QUIET_CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # TensorFlow's start-up lines are not the learner's output
+
+
+def memory_cap_bytes() -> int:
+    """$LOADERLAB_MEMORY_CAP_GB, else the default cap, never more than half of this machine's memory."""
+    cap = float(os.environ.get(MEMORY_CAP_ENV, DEFAULT_MEMORY_CAP_GIB)) * 2**30
+    ram = total_ram_bytes()
+    return int(min(cap, ram / 2) if ram else cap)
+
+
+class MemoryWatch:
+    """Polls the resident memory of a process and all its descendants; kills the group past `cap` bytes."""
+
+    def __init__(self, pid: int, cap: int) -> None:
+        self.pid, self.cap = pid, cap
+        self.peak = 0
+        self.exceeded = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="grader-memory-watch", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(MEMORY_POLL_S):
+            try:
+                root = psutil.Process(self.pid)
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                return
+            total = 0
+            for process in tree:
+                try:
+                    total += process.memory_info().rss
+                except psutil.Error:
+                    continue
+            self.peak = max(self.peak, total)
+            if total > self.cap:
+                self.exceeded = True
+                _kill_group(self.pid)
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"
 
 
 def run_check(target: Path, exercise: str, check: str, timeout_s: float, start_method: str | None = None) -> CheckResult:
     """Run `grader.checks.<exercise>.<check>` against `<target>/<exercise>.py` in a new process.
 
     `start_method` ("fork", "spawn", "forkserver") becomes the child's default way to start worker
-    processes, so every loader that does not choose one itself is graded under it.
+    processes, so every loader that does not choose one itself is graded under it. The child's
+    processes may hold `memory_cap_bytes()` together; past that they are stopped and the check fails.
     """
     with tempfile.TemporaryDirectory(prefix="loaderlab-grade-") as tmp:
         verdict_file = Path(tmp) / "verdict.json"
-        env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        env = os.environ | QUIET_CHILD_ENV | {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+            shm_ledger.LEDGER_ENV: str(Path(tmp) / "shm-created.txt"),
+        }
         if start_method:
             env[START_METHOD_ENV] = start_method
         command = [sys.executable, "-m", "grader.runner", str(target), exercise, check, str(verdict_file)]
         start = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True)
+        watch = MemoryWatch(process.pid, memory_cap_bytes())
         try:
             output, _ = process.communicate(timeout=timeout_s)
+            timed_out = False
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            _kill_group(process.pid)
             output, _ = process.communicate()
+            timed_out = True
+        finally:
+            watch.stop()
+        seconds = time.perf_counter() - start
+        peak = round(watch.peak / 2**20)
+        if watch.exceeded:
+            return CheckResult(
+                exercise, check, FAIL,
+                f"unbounded memory growth: the check's processes grew past {_gib(watch.cap)} together and were "
+                "stopped before they could take the machine down. Something keeps everything it is given: a "
+                "queue or buffer without a bound, a list of results nobody consumes, or a reader that runs "
+                f"ahead of its consumer forever. (Raise the cap with {MEMORY_CAP_ENV}=<GiB> if you really need more.)",
+                seconds, output=_tail(output), peak_memory_mib=peak)
+        if timed_out:
+            grew = f" Its processes held {_gib(watch.peak)} at the peak, so memory growth is likely too." \
+                if watch.peak > watch.cap / 2 else ""
             return CheckResult(
                 exercise, check, TIMEOUT,
                 f"did not finish within {timeout_s:.0f} s and was stopped. A blocking wait with no "
                 "timeout is the usual cause: queue.get() or join() on a worker that died or was never "
-                "told to stop, or a producer blocked on a full queue after the consumer left.",
-                time.perf_counter() - start, output=_tail(output),
+                "told to stop, or a producer blocked on a full queue after the consumer left." + grew,
+                seconds, output=_tail(output), peak_memory_mib=peak,
             )
-        seconds = time.perf_counter() - start
         if not verdict_file.exists():
-            return CheckResult(exercise, check, ERROR,
-                               f"the grading process exited with code {process.returncode} before giving a verdict "
-                               "(a crash, os._exit or a killed process).", seconds, output=_tail(output))
+            return CheckResult(exercise, check, ERROR, _crash_message(exercise, process.returncode),
+                               seconds, output=_tail(output), peak_memory_mib=peak)
         verdict = json.loads(verdict_file.read_text())
-        return CheckResult(exercise, check, verdict["status"], verdict["message"], seconds,
-                           verdict.get("metrics"), _tail(output) if verdict["status"] != PASS else "")
+        return CheckResult(exercise, check, verdict["status"], verdict["message"], seconds, verdict.get("metrics"),
+                           _tail(output) if verdict["status"] != PASS else "", peak_memory_mib=peak)
+
+
+def _crash_message(exercise: str, returncode: int) -> str:
+    """What a grading process that ended without a verdict means, in the learner's terms."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        how = (f"was killed by {name} (exit code {returncode})"
+               + (": a crash in native code" if name in ("SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL") else "")
+               + (", perhaps the out-of-memory killer" if name == "SIGKILL" else ""))
+    else:
+        how = f"exited with code {returncode} before giving a verdict (os._exit, sys.exit in a thread, or a crash)"
+    advice = crash_advice(exercise)
+    return f"the grading process {how}." + (f" In this exercise that usually means: {advice}" if advice else "")
 
 
 def _tail(output: bytes | None) -> str:
@@ -101,12 +202,22 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
                 + _exercise_traceback(err, exercise_file)}
     if isinstance(outcome, Comparison):
         print(outcome)
-        message = "" if outcome.passed else (
-            f"too slow: {outcome.candidate_ips:.1f} {outcome.unit}/s against the baseline's {outcome.baseline_ips:.1f}/s "
-            f"is {outcome.ratio:.2f}x (rounds ranged {outcome.ratio_min:.2f}-{outcome.ratio_max:.2f}x); "
-            f"the target is {outcome.target:.2f}x on {outcome.cores} usable cores.")
+        message = "" if outcome.passed else _too_slow(outcome)
         return {"status": PASS if outcome.passed else FAIL, "message": message, "metrics": outcome.to_dict()}
     return {"status": PASS, "message": ""}
+
+
+def _too_slow(outcome: Comparison) -> str:
+    text = (f"too slow: {outcome.candidate_ips:.1f} {outcome.unit}/s against the baseline's {outcome.baseline_ips:.1f}/s "
+            f"is {outcome.ratio:.2f}x (rounds ranged {outcome.ratio_min:.2f}-{outcome.ratio_max:.2f}x); "
+            f"the target is {outcome.target:.2f}x on {outcome.cores} usable cores")
+    if outcome.free_cores is None:
+        return text + "."
+    text += f", of which {outcome.free_cores:.1f} were free while timing (the target scales with the free ones)."
+    if outcome.free_cores < BUSY_SHARE * outcome.cores:
+        text += (" The machine was busy, so this ratio says less than usual: close other programs and grade "
+                 "again before you change your code.")
+    return text
 
 
 def main(argv: list[str]) -> None:

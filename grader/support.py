@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import numpy as np
 import psutil
 
+from grader import shm_ledger
 from loaderlab.images import CROP, Sample, list_samples
 from loaderlab.paths import dataset_dir
 
@@ -57,6 +58,14 @@ def _shm_entries() -> set[str]:
     return set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
 
 
+def segments_created_since(before: set[str]) -> set[str]:
+    """Shared-memory segments the graded code created after `before` (a `shm_ledger.created()`) that still exist.
+
+    Only segments in the ledger count: another program's segments are never judged, nor touched.
+    """
+    return (shm_ledger.created() - before) & _shm_entries()
+
+
 def child_processes() -> list[psutil.Process]:
     children = []
     for child in psutil.Process().children(recursive=True):
@@ -69,15 +78,16 @@ def child_processes() -> list[psutil.Process]:
 
 
 @contextmanager
-def no_leaks(what: str, grace_s: float = 3.0) -> Iterator[None]:
-    """Fail if the block leaves threads, child processes or /dev/shm segments behind.
+def no_leaks(what: str, grace_s: float = 3.0, shared_memory: bool = False) -> Iterator[None]:
+    """Fail if the block leaves threads or child processes behind, or, with `shared_memory`, segments it created.
 
-    Whatever leaked is waited for up to `grace_s`, then named in the failure (and
-    cleaned up, so the grading process itself can end).
+    Whatever leaked is waited for up to `grace_s`, then named in the failure (and cleaned up,
+    so the grading process itself can end). Shared memory is judged only for exercises that
+    create it, and only the segments the graded code created (`grader.shm_ledger`) count.
     """
     threads_before = set(threading.enumerate())
     children_before = {p.pid for p in child_processes()}
-    shm_before = _shm_entries()
+    segments_before = shm_ledger.created()
     yield
     deadline = time.monotonic() + grace_s
     problems = []
@@ -96,12 +106,52 @@ def no_leaks(what: str, grace_s: float = 3.0) -> Iterator[None]:
             child.kill()
         except psutil.Error:
             pass
-    for name in sorted(_shm_entries() - shm_before):
+    leaked = segments_created_since(segments_before) if shared_memory else set()
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.05)
+        leaked = segments_created_since(segments_before)
+    for name in sorted(leaked):
         problems.append(f"shared-memory segment /dev/shm/{name} not unlinked")
-        (SHM_DIR / name).unlink(missing_ok=True)
+        (SHM_DIR / name).unlink(missing_ok=True)  # it is the graded code's own: the ledger says so
     if problems:
         raise AssertionError(f"{what} left things behind {grace_s:.0f} s later: " + "; ".join(problems)
                              + ". close() (and leaving a `with` block) must stop and join every worker and free what it made.")
+
+
+class PipeTraffic:
+    """Bytes this process received through `multiprocessing` connections (Pipe, Queue, SimpleQueue, Pool)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+
+@contextmanager
+def pipe_traffic() -> Iterator[PipeTraffic]:
+    """Count the bytes received through multiprocessing connections in this process while the block runs.
+
+    Every standard channel between processes (Pipe, Queue, SimpleQueue, Pool, ProcessPoolExecutor)
+    reads through `Connection._recv_bytes`, so pixels pickled back to the parent show up here.
+    """
+    from multiprocessing import connection
+
+    traffic = PipeTraffic()
+    classes = [c for c in (getattr(connection, "Connection", None), getattr(connection, "PipeConnection", None)) if c]
+    originals = {cls: cls._recv_bytes for cls in classes}
+
+    def counting(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _recv_bytes(self: Any, *args: Any, **kwargs: Any) -> Any:
+            buffer = original(self, *args, **kwargs)
+            traffic.bytes += buffer.getbuffer().nbytes
+            return buffer
+        return _recv_bytes
+
+    for cls, original in originals.items():
+        cls._recv_bytes = counting(original)
+    try:
+        yield traffic
+    finally:
+        for cls, original in originals.items():
+            cls._recv_bytes = original
 
 
 def dataset_samples(split: str, count: int | None = None) -> list[Sample]:

@@ -1,11 +1,12 @@
-"""Shards that need no decoding, an HDF5 dataset that opens its file per worker, and how shuffled an order is.
+"""Shards that need no decoding, and an HDF5 dataset that opens its file per worker.
 
 - `write_array_shards` / `ArrayShards`: crops preprocessed once to the training size
   and stored as raw uint8 `.npy` shards, read back by memory map (no decode at all).
   Module 06 measures them; module 07 feeds them to the accelerator.
 - `HDF5Samples`: encoded images in one HDF5 file, opened lazily in each process
   (the per-worker handle rule), or, to show the pitfall, in `__init__`.
-- `adjacent_pair_share`: how much of the written order survives a shuffle.
+
+How shuffled a read order is: `loaderlab.order`.
 """
 
 from __future__ import annotations
@@ -114,22 +115,3 @@ class HDF5Samples(Dataset):
     def __getstate__(self) -> dict[str, object]:
         # The rule's version sends no handle to a worker; the pitfall's tries to (and spawn fails).
         return self.__dict__ if self.open_in_init else self.__dict__ | {"_file": None}
-
-
-def adjacent_pair_share(order: Sequence[int]) -> float:
-    """Share of consecutive items that were also neighbours (i, i+1) when written.
-
-    1.0 for the written order; about 1/len(order) for a full shuffle. A shuffle of
-    shard order alone keeps it near 1 (each shard is read through in order).
-    """
-    if len(order) < 2:
-        return 0.0
-    return sum(b == a + 1 for a, b in zip(order, order[1:])) / (len(order) - 1)
-
-
-def mean_neighbour_distance(order: Sequence[int]) -> float:
-    """Mean |written index of next item - written index of this one|, over len(order): about 1/3 for a full shuffle."""
-    if len(order) < 2:
-        return 0.0
-    steps = np.abs(np.diff(np.asarray(order)))
-    return float(steps.mean() / len(order))

@@ -1,5 +1,6 @@
-"""The graders themselves are tested: stubs read 'not started', planted defects fail for
-the planted reason. (That the solutions pass is `make test`'s run of `pytest grader/ --target solutions`.)"""
+"""The graders themselves are tested: stubs read 'not started', planted defects fail for the planted
+reason, every check is proven able to fail, and correct alternatives to `solutions/` pass.
+(That the solutions pass is `make test`'s run of `pytest grader/ --target solutions`.)"""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
 
 PLANTED = REPO_ROOT / "tests" / "planted"
+ALTERNATIVES = REPO_ROOT / "tests" / "alternatives"
 EXERCISES = sorted(p.stem.removeprefix("test_") for p in (REPO_ROOT / "grader").glob("test_ex*.py"))
 
 
@@ -46,9 +48,38 @@ CAUGHT = sorted(name for name, p in PLANTED_IMPLEMENTATIONS.items() if p.caught_
 TOO_SLOW = sorted(name for name, p in PLANTED_IMPLEMENTATIONS.items() if p.too_slow_for)
 
 
-def checks_of(exercise: str) -> list[str]:
+def checks_of(exercise: str, timed: bool | None = None) -> list[str]:
+    """The checks of an exercise in file order: all, or only the timed (True) or untimed (False) ones."""
     module = importlib.import_module(f"grader.test_{exercise}")
-    return [name.removeprefix("test_") for name in vars(module) if name.startswith("test_")]
+    found = []
+    for name, function in vars(module).items():
+        if name.startswith("test_"):
+            is_timed = any(mark.name == "throughput" for mark in getattr(function, "pytestmark", []))
+            if timed is None or is_timed == timed:
+                found.append(name.removeprefix("test_"))
+    return found
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A correct implementation that takes another route than solutions/, as its folder's expect.toml describes it."""
+
+    folder: str
+    exercise: str
+    route: str                     # what it does differently
+    timed: tuple[str, ...]         # timed checks it must pass too (its route could change the speed)
+
+
+def _alternatives() -> dict[str, Alternative]:
+    found = {}
+    for expect in sorted(ALTERNATIVES.glob("*/expect.toml")):
+        spec = tomllib.loads(expect.read_text())
+        found[expect.parent.name] = Alternative(expect.parent.name, spec["exercise"], spec["route"],
+                                                tuple(spec.get("timed", ())))
+    return found
+
+
+ALTERNATIVE_IMPLEMENTATIONS = _alternatives()
 
 
 def test_every_planted_folder_says_what_must_catch_it() -> None:
@@ -61,6 +92,15 @@ def test_every_planted_folder_says_what_must_catch_it() -> None:
         for check in filter(None, (planted.caught_by, planted.too_slow_for)):
             assert check in checks, f"{planted.folder}: {planted.exercise} has no check {check!r}"
         assert (PLANTED / planted.folder / f"{planted.exercise}.py").is_file(), f"{planted.folder}: no {planted.exercise}.py"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_every_check_is_proven_able_to_fail(exercise: str) -> None:
+    """A check that cannot fail is a defect: each one must catch at least one planted implementation."""
+    named = {check for p in PLANTED_IMPLEMENTATIONS.values() if p.exercise == exercise
+             for check in (p.caught_by, p.too_slow_for) if check}
+    never = [check for check in checks_of(exercise) if check not in named]
+    assert not never, f"{exercise}: no planted implementation in tests/planted/ is caught by {never}"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
@@ -107,3 +147,21 @@ def test_start_method_option_reaches_the_learners_loader(tmp_path) -> None:
     other = next(m for m in ("fork", "forkserver") if m in multiprocessing.get_all_start_methods())
     result = run_check(tmp_path, "ex03_process_loader", check, 90, start_method=other)
     assert result.status == FAIL and f"graded under {other}" in result.message, result.explain()
+
+
+@pytest.mark.parametrize("folder", sorted(ALTERNATIVE_IMPLEMENTATIONS))
+def test_correct_alternative_passes(folder: str) -> None:
+    """Another route to a right answer must pass every correctness check (and the timed ones its route could move)."""
+    alternative = ALTERNATIVE_IMPLEMENTATIONS[folder]
+    for check in [*checks_of(alternative.exercise, timed=False), *alternative.timed]:
+        result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
+        assert result.status == PASS, f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
+
+
+def test_every_alternative_folder_says_what_route_it_takes() -> None:
+    folders = {p.name for p in ALTERNATIVES.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert folders == set(ALTERNATIVE_IMPLEMENTATIONS), "each alternative folder needs an expect.toml (see tests/alternatives/README.md)"
+    for alternative in ALTERNATIVE_IMPLEMENTATIONS.values():
+        assert (ALTERNATIVES / alternative.folder / f"{alternative.exercise}.py").is_file()
+        for check in alternative.timed:
+            assert check in checks_of(alternative.exercise, timed=True), f"{alternative.folder}: no timed check {check!r}"

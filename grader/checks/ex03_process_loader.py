@@ -12,6 +12,7 @@ from types import ModuleType
 
 import numpy as np
 
+from grader import shm_ledger
 from grader.support import SHM_DIR, batch_layout, child_processes, dataset_samples, no_leaks, require, within
 from loaderlab.baselines import naive_pool_batches
 from loaderlab.bench import Comparison, compare, count_batch
@@ -23,14 +24,17 @@ SEED = 1234
 GIL_ITERATIONS = 150_000   # one pass of gil_bound_transform: about 11 ms of pure Python per image
 GIL_REPEATS = 3            # three passes: the transform dominates the 5 ms decode
 GIL_SAMPLES = 96           # enough work per epoch that starting workers (about 0.2 s under spawn) stays small
-# target = 0.7 x cores = 1.4x on 2 cores; with 96 images the solution measured 1.98x under fork and
-# 1.73-1.78x under spawn (ci and workshop), a planted single worker 0.95-1.00x.
-PROCESS_EFFICIENCY = 0.7
+# target = 0.6 x the cores free while timing (loaderlab.machine.free_cores): 1.2x on an idle 2-core machine, where
+# with 96 images the solution measured 1.95-1.98x under fork and 1.73-1.78x under spawn (ci and workshop) and a planted
+# single worker 0.95-1.00x. With one busy program beside it, 1.2-1.45 cores were free and the solution measured
+# 1.00-1.03x: the scheduler often leaves both workers on one core, so little gain is possible there.
+PROCESS_EFFICIENCY = 0.6
 POOL_SAMPLES = 192
 # uint8 through shared memory vs Pool.map of float32 (loaderlab.baselines.naive_pool_batches), 2 cores, 192 images:
 # the solution measured 2.05x under fork and 1.54-1.76x under spawn (ci and workshop); a planted Pool.map of
 # float32 dressed as ProcessLoader 0.99-1.02x. (With 128 images: 1.84-2.63x, planted 1.12-1.28x.)
-POOL_TARGET = 1.3
+# The target is 0.65 x the free cores: 1.3x on an idle 2-core machine.
+POOL_EFFICIENCY = 0.65
 
 
 # ---- transforms the checks hand to the loader ----------------------------------------
@@ -122,7 +126,7 @@ def _check_batches(batches, samples: list[Sample], expected: list[np.ndarray], b
 def batches_match_sequential_reference(ex: ModuleType) -> None:
     samples = dataset_samples("train", 23)
     expected = _expected(samples, _flip_and_jitter, SEED)
-    with no_leaks("ProcessLoader"):
+    with no_leaks("ProcessLoader", shared_memory=True):
         batches = _load(ex, samples, _flip_and_jitter, 4, 2, "ProcessLoader over 23 samples")
     _check_batches(batches, samples, expected, 4, "num_workers=2, batch_size=4")
 
@@ -131,14 +135,14 @@ def same_batches_for_any_worker_count(ex: ModuleType) -> None:
     samples = dataset_samples("train", 30)
     expected = _expected(samples, _flip_and_jitter, SEED)
     for workers in (1, 2, 3):
-        with no_leaks(f"ProcessLoader(num_workers={workers})"):
+        with no_leaks(f"ProcessLoader(num_workers={workers})", shared_memory=True):
             batches = _load(ex, samples, _flip_and_jitter, 3, workers, f"ProcessLoader(num_workers={workers})")
         _check_batches(batches, samples, expected, 3, f"num_workers={workers}")
 
 
 def augmentations_differ_between_samples(ex: ModuleType) -> None:
     samples = dataset_samples("train", 24)
-    with no_leaks("ProcessLoader"):
+    with no_leaks("ProcessLoader", shared_memory=True):
         batches = _load(ex, samples, _stamp_draws, 3, 2, "ProcessLoader with a random transform")
     stamps = [image[0, :8].tobytes() for images, _ in batches for image in images]
     first_seen: dict[bytes, int] = {}
@@ -163,16 +167,15 @@ def work_runs_in_worker_processes(ex: ModuleType) -> None:
     segments_while_running: set[str] = set()
 
     def run() -> list[tuple[np.ndarray, np.ndarray]]:
-        before = set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
+        before = shm_ledger.created()
         batches = []
         with loader(samples, _stamp_pid, 3, 3, SEED) as iterator:
             for batch in iterator:
                 batches.append(batch)
-                if SHM_DIR.is_dir():
-                    segments_while_running.update(set(os.listdir(SHM_DIR)) - before)
+                segments_while_running.update(shm_ledger.created() - before)
         return batches
 
-    with no_leaks("ProcessLoader"):
+    with no_leaks("ProcessLoader", shared_memory=True):
         batches = within(60, "ProcessLoader(num_workers=3)", run)
     pids = {int.from_bytes(image[0, 0:2].tobytes(), "little") for images, _ in batches for image in images}
     assert os.getpid() not in pids, (
@@ -183,7 +186,7 @@ def work_runs_in_worker_processes(ex: ModuleType) -> None:
         "worker (round-robin, or a shared task queue), not all to one.")
     if SHM_DIR.is_dir():
         assert segments_while_running, (
-            "no shared-memory segment appeared in /dev/shm while the loader ran: hand pixels over through "
+            "your loader created no shared-memory segment while it ran: hand pixels over through "
             "multiprocessing.shared_memory.SharedMemory, not by pickling arrays through a queue.")
 
 
@@ -205,7 +208,7 @@ def worker_error_reaches_the_parent(ex: ModuleType) -> None:
             return err
         return None
 
-    with no_leaks("a ProcessLoader whose transform failed"):
+    with no_leaks("a ProcessLoader whose transform failed", shared_memory=True):
         error = within(45, "a ProcessLoader whose transform fails on one sample", consume)
     assert error is not None, (
         f"the transform raised ValueError on sample {failing}, but the loader ended normally after "
@@ -241,7 +244,7 @@ def dead_worker_is_reported(ex: ModuleType) -> None:
         return None, time.monotonic() - start
 
     try:
-        with no_leaks("a ProcessLoader whose worker was killed"):
+        with no_leaks("a ProcessLoader whose worker was killed", shared_memory=True):
             error, seconds = within(30, "a ProcessLoader whose worker was killed", consume)
     except AssertionError as err:
         for child in child_processes():  # the loader hung: end its workers so the grade can end
@@ -269,24 +272,24 @@ def dead_worker_is_reported(ex: ModuleType) -> None:
 def close_leaves_nothing_behind(ex: ModuleType) -> None:
     loader = require(ex, "ProcessLoader")
     samples = dataset_samples("train", 30)
-    with no_leaks("ProcessLoader.close() mid-epoch"):
+    with no_leaks("ProcessLoader.close() mid-epoch", shared_memory=True):
         batches = loader(samples, _flip_and_jitter, 3, 2, SEED)
         next(batches)
         within(10, "close()", batches.close)
         within(10, "a second close()", batches.close)
-    with no_leaks("leaving a `with ProcessLoader(...)` block early"):
+    with no_leaks("leaving a `with ProcessLoader(...)` block early", shared_memory=True):
         def leave_early() -> None:
             with loader(samples, _flip_and_jitter, 3, 2, SEED) as batches:
                 next(batches)
         within(30, "a `with` block", leave_early)
-    with no_leaks("iterating a ProcessLoader to the end (without calling close())"):
+    with no_leaks("iterating a ProcessLoader to the end (without calling close())", shared_memory=True):
         within(30, "iterating to the end", lambda: sum(1 for _ in loader(samples[:9], _flip_and_jitter, 3, 2, SEED)))
 
 
 def works_under_spawn(ex: ModuleType) -> None:
     samples = dataset_samples("train", 14)
     expected = _expected(samples, _flip_and_jitter, SEED)
-    with no_leaks('ProcessLoader(start_method="spawn")'):
+    with no_leaks('ProcessLoader(start_method="spawn")', shared_memory=True):
         batches = _load(ex, samples, _flip_and_jitter, 4, 2, 'ProcessLoader(start_method="spawn")', 90,
                         start_method="spawn")
     _check_batches(batches, samples, expected, 4, 'start_method="spawn" (workers import your module afresh: '
@@ -322,12 +325,12 @@ def processes_beat_the_gil(ex: ModuleType) -> Comparison | None:
         return None
     loader = ex.ProcessLoader
     transform = partial(_gil_heavy, iterations=GIL_ITERATIONS, repeats=GIL_REPEATS)
-    with no_leaks("ProcessLoader"):
+    with no_leaks("ProcessLoader", shared_memory=True):
         return compare(
             lambda: _sequential(samples, transform, 8),
             lambda: loader(samples, transform, 8, cores, SEED),
             rounds=3, name=f"ProcessLoader, {cores} workers", baseline_name="sequential, one process",
-            target=PROCESS_EFFICIENCY * cores, unit="images", count=count_batch,
+            target_for_free_cores=lambda free: PROCESS_EFFICIENCY * free, unit="images", count=count_batch,
         )
 
 
@@ -338,10 +341,10 @@ def beats_a_naive_float32_pool(ex: ModuleType) -> Comparison | None:
     if cores is None:
         return None
     loader = ex.ProcessLoader
-    with no_leaks("ProcessLoader"):
+    with no_leaks("ProcessLoader", shared_memory=True):
         return compare(
             lambda: naive_pool_batches(samples, 32, cores),
             lambda: loader(samples, _as_is, 32, cores, SEED),
             rounds=5, name=f"ProcessLoader uint8, {cores} workers", baseline_name=f"Pool.map float32, {cores} workers",
-            target=POOL_TARGET, unit="images", count=count_batch,
+            target_for_free_cores=lambda free: POOL_EFFICIENCY * free, unit="images", count=count_batch,
         )

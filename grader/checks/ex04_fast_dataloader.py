@@ -21,9 +21,11 @@ from loaderlab.machine import usable_cores
 
 SEED = 7
 TIMED_SAMPLES = 192        # three batches of 64 per epoch, on any profile
-# "double your baseline". Measured on 2 busy cores, 3 runs each: the solution 2.54-2.60x (ci), 2.54-2.61x
-# (workshop); the tutorial's transforms kept uint8, no workers, 1.11-1.13x; cheap samples with no workers 1.75x.
-TUTORIAL_TARGET = 2.0
+# "one tutorial loader's speed per free core": the target is the number of cores free while timing
+# (loaderlab.machine.free_cores), 2.0x on an idle 2-core machine. Measured there, 3 runs each: the solution 2.54-2.60x
+# (ci), 2.54-2.61x (workshop); the tutorial's transforms kept uint8 with workers 1.11-1.13x; cheap samples with no
+# workers 1.75x. With one busy program beside it, 1.2-1.45 cores were free and the solution measured 1.73-1.81x.
+TUTORIAL_TARGET_PER_FREE_CORE = 1.0
 SIGNATURE_BLOCKS = 8       # an image's signature: its mean colour over 8 x 8 blocks, to tell samples apart
 
 
@@ -264,7 +266,7 @@ def twice_the_tutorial_configuration(ex: ModuleType) -> Comparison | None:
             cores = usable_cores()
             if cores < 2:
                 print(f"target skipped: this machine has {cores} usable core. Cheaper samples alone give about 1.9x; "
-                      f"the target of {TUTORIAL_TARGET}x needs worker processes on a second core. Correctness is "
+                      f"the target of {TUTORIAL_TARGET_PER_FREE_CORE:.1f}x per free core needs worker processes on a second core. Correctness is "
                       "graded; the timing is not.")
                 return None
             loaders["tutorial"] = tutorial_dataloader(root, batch_size=64)
@@ -275,7 +277,8 @@ def twice_the_tutorial_configuration(ex: ModuleType) -> Comparison | None:
                   f"yours: num_workers={loaders['yours'].num_workers} on {cores} usable cores")
             return compare(lambda: loaders["tutorial"], lambda: loaders["yours"], rounds=3, count=count_batch,
                            unit="images", name=f"make_loader, {loaders['yours'].num_workers} workers",
-                           baseline_name="tutorial DataLoader", target=TUTORIAL_TARGET)
+                           baseline_name="tutorial DataLoader",
+                           target_for_free_cores=lambda free: TUTORIAL_TARGET_PER_FREE_CORE * free)
 
         with no_leaks("make_loader"):
             try:

@@ -20,7 +20,7 @@ from grader.support import dataset_samples, no_leaks, require, within
 from loaderlab.baselines import sequential_reads
 from loaderlab.bench import Comparison, compare
 from loaderlab.paths import dataset_dir
-from loaderlab.shards import adjacent_pair_share
+from loaderlab.order import adjacent_pair_share
 from loaderlab.sim import SlowStorage
 
 SAMPLES = 200

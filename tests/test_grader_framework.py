@@ -1,0 +1,230 @@
+"""The grader's own machinery: it judges and touches only what the graded code made, stops runaways,
+explains crashes, merges results, and its summary says what to do next."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import quiz
+from grader.results import CORRECT_UNTIMED, ERROR, FAIL, NOT_STARTED, PASS, CheckResult, summary_lines, write_json
+from grader.runner import MEMORY_CAP_ENV, run_check
+from grader.support import SHM_DIR, pipe_traffic
+from loaderlab.machine import free_cores, usable_cores
+from loaderlab.paths import REPO_ROOT
+
+needs_dev_shm = pytest.mark.skipif(not SHM_DIR.is_dir(), reason="this platform has no /dev/shm")
+
+# Another program: waits for the trigger file, then makes a named segment that outlives it.
+OTHER_PROGRAM = textwrap.dedent("""
+    import sys, time
+    from multiprocessing import resource_tracker, shared_memory
+    trigger, name = sys.argv[1], sys.argv[2]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            open(trigger).close()
+            break
+        except FileNotFoundError:
+            time.sleep(0.02)
+    segment = shared_memory.SharedMemory(name=name, create=True, size=4096)
+    resource_tracker.unregister(segment._name, "shared_memory")  # it belongs to no one here: let it outlive us
+    segment.close()
+""")
+
+# The reference solution, made to wait inside the check until the other program's segment exists.
+WAITS_FOR_THE_OTHER_PROGRAM = textwrap.dedent("""
+    import os, time
+    from solutions.{exercise} import *
+    from solutions.{exercise} import {name} as Reference
+
+    class {name}(Reference):
+        def __init__(self, *args, **kwargs):
+            if not os.path.exists({trigger!r}):
+                open({trigger!r}, "w").close()
+                deadline = time.monotonic() + 30
+                while not os.path.exists({segment!r}) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            super().__init__(*args, **kwargs)
+""")
+
+
+@needs_dev_shm
+@pytest.mark.parametrize("exercise, name, check", [
+    ("ex02_threaded_prefetch", "ThreadedPrefetcher", "prefetcher_yields_every_item_in_order"),
+    ("ex03_process_loader", "ProcessLoader", "batches_match_sequential_reference"),
+])
+def test_another_programs_segment_is_neither_judged_nor_deleted(tmp_path: Path, exercise: str, name: str,
+                                                               check: str) -> None:
+    segment = f"loaderlab-test-foreign-{os.getpid()}-{exercise[:4]}"
+    trigger = tmp_path / "trigger"
+    (tmp_path / f"{exercise}.py").write_text(WAITS_FOR_THE_OTHER_PROGRAM.format(
+        exercise=exercise, name=name, trigger=str(trigger), segment=str(SHM_DIR / segment)))
+    other = subprocess.Popen([sys.executable, "-c", OTHER_PROGRAM, str(trigger), segment])
+    try:
+        result = run_check(tmp_path, exercise, check, timeout_s=90)
+        other.wait(30)
+        assert (SHM_DIR / segment).exists(), "the grader deleted a segment another program made during the grade"
+        assert result.status == PASS, result.explain()
+    finally:
+        other.kill()
+        (SHM_DIR / segment).unlink(missing_ok=True)
+
+
+@needs_dev_shm
+def test_a_segment_leaked_by_a_spawned_worker_is_caught(tmp_path: Path) -> None:
+    """The ledger follows the graded code into worker processes started with spawn."""
+    (tmp_path / "ex03_process_loader.py").write_text(textwrap.dedent("""
+        import multiprocessing
+        from multiprocessing import resource_tracker, shared_memory
+        from solutions.ex03_process_loader import *
+        from solutions.ex03_process_loader import ProcessLoader as Reference
+
+        def make_and_forget() -> None:
+            segment = shared_memory.SharedMemory(create=True, size=4096)
+            resource_tracker.unregister(segment._name, "shared_memory")
+            segment.close()
+
+        class ProcessLoader(Reference):
+            def __init__(self, *args, **kwargs):
+                helper = multiprocessing.get_context("spawn").Process(target=make_and_forget)
+                helper.start()
+                helper.join(60)
+                super().__init__(*args, **kwargs)
+    """))
+    result = run_check(tmp_path, "ex03_process_loader", "batches_match_sequential_reference", timeout_s=90)
+    assert result.status == FAIL and "not unlinked" in result.message, result.explain()
+
+
+def test_memory_growth_is_stopped_and_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ex02_threaded_prefetch.py").write_text(textwrap.dedent("""
+        class ThreadedPrefetcher:
+            def __init__(self, iterable, depth=2):
+                hoard = []
+                while True:
+                    hoard.append(bytearray(64 * 2**20))
+    """))
+    monkeypatch.setenv(MEMORY_CAP_ENV, "1")
+    start = time.monotonic()
+    result = run_check(tmp_path, "ex02_threaded_prefetch", "prefetcher_yields_every_item_in_order", timeout_s=60)
+    assert result.status == FAIL and "unbounded memory growth" in result.message, result.explain()
+    assert time.monotonic() - start < 30, "the runaway should be stopped at the cap, long before the time limit"
+
+
+def test_a_crash_is_explained_for_the_exercise(tmp_path: Path) -> None:
+    (tmp_path / "ex03_process_loader.py").write_text(textwrap.dedent("""
+        import os, signal
+        from solutions.ex03_process_loader import *
+
+        class ProcessLoader:
+            def __init__(self, *args, **kwargs):
+                os.kill(os.getpid(), signal.SIGSEGV)
+    """))
+    result = run_check(tmp_path, "ex03_process_loader", "batches_match_sequential_reference", timeout_s=60)
+    assert result.status == ERROR, result.explain()
+    assert "SIGSEGV" in result.message and "shared-memory segment" in result.message, result.message
+
+
+def test_pipe_traffic_counts_what_is_pickled_back() -> None:
+    parent, child = multiprocessing.Pipe()
+    sender = threading.Thread(target=child.send, args=(np.zeros(1_000_000, np.uint8),))  # a pipe holds less than 1 MB
+    with pipe_traffic() as traffic:
+        sender.start()
+        parent.recv()
+    sender.join()
+    assert traffic.bytes >= 1_000_000
+
+
+def test_free_cores_stays_within_the_usable_cores() -> None:
+    assert 1.0 <= free_cores(seconds=0.05) <= usable_cores()
+
+
+# ---- results and the summary ------------------------------------------------------------------
+
+def _result(exercise: str, check: str, status: str, **extra: object) -> CheckResult:
+    return CheckResult(exercise, check, status, **extra)
+
+
+def test_results_merge_exercise_by_exercise(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    write_json([_result("ex01_profile_and_fix", "bottleneck_is_named", FAIL)], "exercises", path, "fork")
+    write_json([_result("ex02_threaded_prefetch", "threaded_map_keeps_order", PASS)], "exercises", path, "spawn")
+    write_json([_result("ex01_profile_and_fix", "bottleneck_is_named", PASS)], "exercises", path, "fork")
+    exercises = json.loads(path.read_text())["exercises"]
+    assert set(exercises) == {"ex01_profile_and_fix", "ex02_threaded_prefetch"}
+    assert exercises["ex01_profile_and_fix"]["status"] == PASS, "the newest grade of an exercise wins"
+    assert exercises["ex02_threaded_prefetch"]["start_method"] == "spawn"
+    assert {"when", "commit", "machine", "target"} <= set(exercises["ex02_threaded_prefetch"])
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from grader.results import CheckResult, write_json
+    path, number = Path(sys.argv[1]), int(sys.argv[2])
+    for _ in range(20):
+        write_json([CheckResult(f"ex{number:02d}_writer", "a_check", "pass")], "exercises", path, "fork")
+""")
+
+
+def test_results_stay_valid_when_runs_overlap(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n)], env=env) for n in range(1, 5)]
+    assert all(w.wait(120) == 0 for w in writers)
+    assert set(json.loads(path.read_text())["exercises"]) == {f"ex{n:02d}_writer" for n in range(1, 5)}
+
+
+def test_summary_hints_at_the_failing_check_and_stays_quiet_about_untouched_exercises() -> None:
+    results = [
+        _result("ex01_profile_and_fix", "bottleneck_is_named", PASS),
+        _result("ex01_profile_and_fix", "faster_than_naive", FAIL, timed=True),
+        _result("ex02_threaded_prefetch", "threaded_map_keeps_order", NOT_STARTED),
+        _result("ex03_process_loader", "batches_match_sequential_reference", NOT_STARTED),
+    ]
+    text = "\n".join(summary_lines(results, "exercises/", 2))
+    assert "faster_than_naive" in text
+    assert "ex02_threaded_prefetch" in text.split("Not started yet:")[1], "untouched exercises are listed, not hinted"
+    assert text.count("hint:") == 1
+
+
+def test_summary_for_a_fresh_clone_names_the_next_exercise_only() -> None:
+    results = [_result(f"ex0{n}_x", "a_check", NOT_STARTED) for n in (1, 2)]
+    results[0] = _result("ex01_profile_and_fix", "a_check", NOT_STARTED)
+    text = "\n".join(summary_lines(results, "exercises/", 2))
+    assert "Next: ex01_profile_and_fix" in text and "01_sequential_baseline" in text and "hint" not in text
+
+
+def test_summary_says_correct_but_untimed_when_timed_checks_were_deselected() -> None:
+    results = [_result("ex02_threaded_prefetch", "threaded_map_keeps_order", PASS)]
+    text = "\n".join(summary_lines(results, "exercises/", 2, {"ex02_threaded_prefetch": {"io_reads_with_threads": True}}))
+    assert CORRECT_UNTIMED in text and " pass " not in text
+
+
+def test_summary_says_when_the_machine_was_busy() -> None:
+    metrics = {"name": "loader", "candidate_ips": 10.0, "baseline_ips": 10.0, "ratio": 1.0, "target": 0.8,
+               "cores": 2, "free_cores": 1.2, "passed": True}
+    text = "\n".join(summary_lines([_result("ex03_process_loader", "x", PASS, metrics=metrics, timed=True)], "s/", 2))
+    assert "2 (1.2 free)" in text and "busy while timing" in text
+
+
+# ---- quizzes ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("module", quiz.modules())
+def test_quiz_is_well_formed_and_grades_its_own_answers(module: str) -> None:
+    loaded = quiz.load(module)
+    assert len(loaded.questions) >= 4, f"module {module}: a quiz needs at least four questions"
+    for question in loaded.questions:
+        assert 3 <= len(question.choices) <= 5 and question.why.strip()
+    assert all(quiz.grade(loaded, [q.answer for q in loaded.questions]))
+    assert not any(quiz.grade(loaded, [q.answer % len(q.choices) + 1 for q in loaded.questions]))
