@@ -31,6 +31,7 @@ class Planted:
     words: str | None              # ... with these words in its message
     too_slow_for: str | None       # the throughput check it must miss when timed directly
     scaled_by_cores: bool          # that target is skipped on one core by design
+    needs: str | None              # "cuda": only a CUDA device can show the defect
 
 
 def _planted() -> dict[str, Planted]:
@@ -39,13 +40,25 @@ def _planted() -> dict[str, Planted]:
         spec = tomllib.loads(expect.read_text())
         caught, slow = spec.get("caught_by", {}), spec.get("too_slow", {})
         found[expect.parent.name] = Planted(expect.parent.name, spec["exercise"], caught.get("check"),
-                                            caught.get("words"), slow.get("check"), slow.get("scaled_by_cores", False))
+                                            caught.get("words"), slow.get("check"), slow.get("scaled_by_cores", False),
+                                            spec.get("needs"))
     return found
 
 
 PLANTED_IMPLEMENTATIONS = _planted()
 CAUGHT = sorted(name for name, p in PLANTED_IMPLEMENTATIONS.items() if p.caught_by)
 TOO_SLOW = sorted(name for name, p in PLANTED_IMPLEMENTATIONS.items() if p.too_slow_for)
+
+
+def skip_unless_it_can_show(planted: Planted) -> None:
+    """Skip, saying why, where this machine lacks what the planted defect needs to show."""
+    if planted.needs == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            pytest.skip(f"{planted.folder} shows its defect only on a CUDA device, and this machine has none")
+    elif planted.needs is not None:
+        raise AssertionError(f"{planted.folder}: unknown `needs = {planted.needs!r}` in expect.toml")
 
 
 def checks_of(exercise: str, timed: bool | None = None) -> list[str]:
@@ -114,6 +127,7 @@ def test_untouched_stub_reads_not_started(exercise: str) -> None:
 @pytest.mark.parametrize("folder", CAUGHT)
 def test_planted_defect_is_caught(folder: str) -> None:
     planted = PLANTED_IMPLEMENTATIONS[folder]
+    skip_unless_it_can_show(planted)
     check = planted.caught_by
     result = run_check(PLANTED / folder, planted.exercise, check, timeout_s=90)
     assert result.status != PASS, f"the grader let the planted defect {folder!r} pass {check}"
@@ -124,6 +138,7 @@ def test_planted_defect_is_caught(folder: str) -> None:
 @pytest.mark.parametrize("folder", TOO_SLOW)
 def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
     planted = PLANTED_IMPLEMENTATIONS[folder]
+    skip_unless_it_can_show(planted)
     check = planted.too_slow_for
     if planted.scaled_by_cores and usable_cores() < 2:
         pytest.skip(f"{check} is scaled by cores and skipped on one core")
