@@ -7,7 +7,7 @@ INSTALLED := $(VENV)/.installed
 PROFILE ?= workshop
 PIP := $(PY) -m pip
 
-.PHONY: lab test data data-ci grade doctor hint clean clean-all
+.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ doctor: $(INSTALLED)  ## what this machine offers, and what will hurt
 
 hint: $(INSTALLED)  ## make hint EX=ex02 [LEVEL=2]
 	$(PY) -m grader.hints $(EX) $(LEVEL)
+
+quiz: $(INSTALLED)  ## make quiz M=04: the module's self-check questions, graded here
+	$(PY) -m grader.quiz $(M)
 
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 	LOADERLAB_PROFILE=ci $(PY) -m pytest tests/ --durations=15
