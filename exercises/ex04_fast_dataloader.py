@@ -6,11 +6,21 @@ uint8 tensors of shape (N, 3, 224, 224) holding the 256-resize + 224 centre crop
 each image, and int64 labels. The model's float conversion and normalisation are
 not the loader's job: they run once per batch, on the device.
 
-The grader checks the pixels against a reference decode (2.0 levels on average,
-6.0 at worst), every sample once per epoch, that `num_workers` really starts that
-many worker processes, that random flips differ between workers, and that bad
-folders raise clear errors; then it times your loader against the tutorial
-configuration (`loaderlab.baselines.tutorial_dataloader`): the target is 2x.
+Build it in steps; the grader reports each one, so you can stop after any step with
+something that passes:
+  1. one cheap sample (TODO ex04a-c): `CenterCropDataset(root)[i]`, pixels within 2.0
+     levels on average (6.0 at worst) of `loaderlab.images.reference_crop`;
+  2. the loader (TODO ex04d): batches in file order, every sample once, the last
+     partial batch kept, for any batch size and worker count;
+  3. workers (TODO ex04e): exactly `num_workers` worker processes, a default for None;
+  4. shuffle, seeds and augmentation (TODO ex04f-g): shuffled epochs, random flips that
+     differ between workers and between epochs, all reproducible for a seed;
+  5. bad input: a missing root or an empty class folder raises an error naming it
+     (nothing to add if step 1 lists the samples with `list_samples`);
+  6. speed: epochs of `make_loader(root, batch_size=64)` against the tutorial
+     configuration (`loaderlab.baselines.tutorial_dataloader`): one tutorial loader's
+     speed per core free while timing, so 2x on an idle 2-core machine. Steps 1 and 3
+     are what make it fast.
 Grade: `pytest grader/test_ex04_fast_dataloader.py`. Hints: `make hint EX=ex04`.
 """
 
@@ -29,60 +39,80 @@ from loaderlab.machine import usable_cores  # noqa: F401
 class CenterCropDataset(Dataset):
     """An ImageFolder tree as `(uint8 (3, 224, 224) tensor, int label)` samples, optionally flipped at random.
 
-    Contract (the grader checks each point through `make_loader`):
+    Contract (the grader checks each point):
     - samples in file order: class folders sorted by name (label = position), then
       files sorted by name, as `loaderlab.images.list_samples(root)` lists them
       (it also raises a clear error for a missing root or an empty class folder);
     - the image is the 256-short-side resize + 224 centre crop, in RGB, channels
-      first, uint8: within 2.0 levels on average of `loaderlab.images.reference_crop`;
+      first, uint8: within 2.0 levels on average (6.0 for any image) of
+      `loaderlab.images.reference_crop`;
     - with `augment`, a horizontal flip with probability 1/2, drawn from a generator
-      that is different in every worker (see `seed_worker`).
+      of the process that loads the sample: each worker process has its own (see
+      `seed_worker`), so workers never repeat each other's flips.
     """
 
     def __init__(self, root: Path | str, augment: bool = False, seed: int = 0) -> None:
-        # TODO(ex04a): list the samples (list_samples), keep `augment`, and make a
-        # generator for num_workers=0: np.random.default_rng(seed). Careful: every
-        # worker gets a COPY of this object, generator state included.
-        raise NotImplementedError("TODO(ex04a) in exercises/ex04_fast_dataloader.py: CenterCropDataset.__init__")
+        # TODO(ex04a) [step 1]: keep the samples of `root` (class folders in sorted order give the labels),
+        # `augment`, and a random generator seeded with `seed` for the flips of step 4.
+        raise NotImplementedError("TODO(ex04a) [step 1] in exercises/ex04_fast_dataloader.py: CenterCropDataset.__init__")
 
     def __len__(self) -> int:
-        # TODO(ex04b): the number of samples.
-        raise NotImplementedError("TODO(ex04b) in exercises/ex04_fast_dataloader.py: CenterCropDataset.__len__")
+        # TODO(ex04b) [step 1]: the number of samples.
+        raise NotImplementedError("TODO(ex04b) [step 1] in exercises/ex04_fast_dataloader.py: CenterCropDataset.__len__")
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        # TODO(ex04c): decode sample `index` cheaply: Image.open, image.draft("RGB", size)
-        # so a large JPEG decodes at 1/2 or 1/4 scale, then ONE image.resize((224, 224),
-        # Image.BILINEAR, box=crop_box) for crop and resize together (your exercise 01
-        # did this). Keep uint8 (no ToTensor: it makes float32). Flip with
-        # image[:, ::-1] if augmenting and self.rng.random() < 0.5. Return
-        # (torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))), label).
-        raise NotImplementedError("TODO(ex04c) in exercises/ex04_fast_dataloader.py: CenterCropDataset.__getitem__")
-
-
-def seed_worker(worker_id: int) -> None:
-    """worker_init_fn: runs once in each worker process, before it loads anything."""
-    # TODO(ex04d): give this worker's copy of the dataset its own generator:
-    # info = get_worker_info(); info.dataset.rng = np.random.default_rng(info.seed).
-    # info.seed is the loader's base seed + worker_id: different in every worker and
-    # every epoch, and reproducible when the DataLoader has a seeded generator.
-    raise NotImplementedError("TODO(ex04d) in exercises/ex04_fast_dataloader.py: seed_worker")
+        # TODO(ex04c) [step 1]: sample `index` as (uint8 CHW tensor, label), made cheaply: this runs once per image
+        # per epoch, so every saved millisecond counts. Your exercise-01 crop is the cheap one (decode no more
+        # pixels than the resize needs; crop and resize in one step). Keep uint8: a float32 image has four times
+        # the bytes to collate and hand over from the workers. With `augment`, pass the crop through random_flip
+        # (step 4) with the dataset's generator.
+        raise NotImplementedError("TODO(ex04c) [step 1] in exercises/ex04_fast_dataloader.py: CenterCropDataset.__getitem__")
 
 
 def make_loader(root: Path | str, batch_size: int = 64, num_workers: int | None = None, *,
                 shuffle: bool = False, augment: bool = False, seed: int = 0) -> DataLoader:
     """A DataLoader of (uint8 (N, 3, 224, 224) centre crops, int64 (N,) labels) over the ImageFolder at `root`.
 
-    - every sample once per epoch, the last partial batch kept (no drop_last);
-    - file order unless `shuffle`: then a new order each epoch, and the same
-      orders again for the same `seed`;
-    - `num_workers` worker processes, exactly; None: a default from
-      `usable_cores()` (decoding is CPU-bound); 0: load in this process;
-    - `augment`: random horizontal flips, different in every worker, reproducible
-      for a `seed` and `num_workers`.
+    Contract (the grader checks each point):
+    - every sample once per epoch, `batch_size` per batch, the last partial batch kept;
+    - file order unless `shuffle`: then each epoch is a full shuffle of the samples
+      (not of whole batches or blocks of neighbours, not only inside each batch), a new
+      one each epoch, the same sequence of orders for the same `seed` and `num_workers`,
+      another for another seed;
+    - `num_workers` worker processes, exactly (0: load in this process); None: a default
+      between 1 and `usable_cores()` (`default_num_workers`);
+    - `augment`: random horizontal flips, different in every worker and in every epoch,
+      the same for the same `seed` and `num_workers`, others for another seed;
+    - a missing root or an empty class folder raises an error naming it.
     """
-    # TODO(ex04e): build CenterCropDataset(root, augment, seed) and return
-    # DataLoader(dataset, batch_size=..., shuffle=..., num_workers=...,
-    #            generator=torch.Generator().manual_seed(seed), worker_init_fn=seed_worker).
-    # Then tune it from your notebook-04 figures: persistent_workers=True (with
-    # workers) saves their start-up every epoch; pin_memory only helps with a GPU.
-    raise NotImplementedError("TODO(ex04e) in exercises/ex04_fast_dataloader.py: make_loader")
+    # TODO(ex04d) [step 2]: a DataLoader over CenterCropDataset(root, augment, seed) that keeps the last partial
+    # batch, with num_workers passed on unchanged (None alone means default_num_workers()), and `shuffle` with a
+    # torch generator seeded by `seed`, so that a seed gives the same orders again.
+    raise NotImplementedError("TODO(ex04d) [step 2] in exercises/ex04_fast_dataloader.py: make_loader")
+
+
+def default_num_workers() -> int:
+    """The worker count for num_workers=None."""
+    # TODO(ex04e) [step 3]: decoding is CPU-bound, so the default comes from the cores this process may use
+    # (more workers than cores only take turns). Also in make_loader: keep the workers alive between epochs
+    # (starting them costs every epoch otherwise), an option that DataLoader accepts only with workers.
+    raise NotImplementedError("TODO(ex04e) [step 3] in exercises/ex04_fast_dataloader.py: default_num_workers")
+
+
+def random_flip(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The HWC image mirrored left-right with probability 1/2, drawn from `rng`."""
+    # TODO(ex04f) [step 4]: toss the coin with `rng`, the generator of the process loading the image: the dataset's
+    # own in this process, but in a worker the worker's copy of it, so every worker would toss the same coins if
+    # nothing gave each worker a generator of its own (seed_worker does).
+    raise NotImplementedError("TODO(ex04f) [step 4] in exercises/ex04_fast_dataloader.py: random_flip")
+
+
+def seed_worker(worker_id: int) -> None:
+    """worker_init_fn: runs in each worker process the loader starts, before that worker loads anything."""
+    # TODO(ex04g) [step 4]: give this worker's copy of the dataset a generator of its own, seeded from the seed
+    # PyTorch gives this worker (get_worker_info(): the loader's base seed + the worker id). The base seed comes
+    # from the loader's generator each time the loader starts its workers: once per loader with persistent workers
+    # (this function then runs once per worker, and its generator goes on from epoch to epoch), once per epoch
+    # without them. So flips differ between workers and between epochs, and a seeded loader repeats them.
+    # Then have make_loader pass this function as the DataLoader's worker_init_fn.
+    raise NotImplementedError("TODO(ex04g) [step 4] in exercises/ex04_fast_dataloader.py: seed_worker")

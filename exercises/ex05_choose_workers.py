@@ -6,9 +6,13 @@ within 5% of the best. Real measurements wobble: a background process, a cold pa
 cache or a worker starting up can make one run look much slower or faster than it
 is. So measure each candidate several times and compare medians, never single runs.
 
-The grader tries your chooser on synthetic throughput curves with known answers
-(some with planted outliers), counts how often you call `measure`, and then lets
-it choose for a real DataLoader.
+Build it in steps; the grader reports each one:
+  1. the input (TODO ex05a): bad candidate lists are refused before anything is
+     measured; a single candidate is the answer;
+  2. the choice (TODO ex05b-c): synthetic throughput curves with known answers, some
+     with planted outliers, `measure` calls counted;
+  3. a real sweep: your chooser picks a worker count for a real DataLoader, which the
+     grader re-measures against the best count it finds.
 Grade: `pytest grader/test_ex05_choose_workers.py`. Hints: `make hint EX=ex05`.
 """
 
@@ -25,21 +29,25 @@ def choose_num_workers(measure: Measure, candidates: Sequence[int], *, tolerance
     """The smallest candidate whose median measured throughput is within `tolerance` of the best median.
 
     Contract (the grader checks each point):
-    - empty `candidates`, or one that is not a non-negative int: ValueError with a
-      message that says what is wrong (and `measure` is never called);
-    - one candidate: return it;
-    - each candidate measured `repeats` times (3 to 7 in all; fewer cannot outvote
-      an outlier, more wastes the learner's time), compared by the median;
+    - `candidates` in any order, duplicates counting once ([4, 2, 2] is the sweep 2, 4);
+      empty, or holding anything but an integer >= 0: ValueError with a message that
+      says what is wrong, and `measure` is never called;
+    - a single (distinct) candidate: return it (there is nothing to compare);
+    - each distinct candidate measured exactly `repeats` times (the grader asks for 3,
+      the default, and for 5): a real measurement is a whole epoch, so never more, and
+      `measure(n)` already warms its loader up, so no extra warm-up run either;
+    - candidates compared by the median of their runs: one outlier run (x0.6 or x1.6)
+      in three must not change the answer;
     - return the SMALLEST candidate whose median is at least (1 - tolerance) x the
       best median, not the fastest: beyond that point more workers cost memory and
-      start-up for a gain lost in the noise.
+      start-up for a gain lost in the noise. The grader also asks for tolerance=0.1.
     """
-    # TODO(ex05a): check the input: sorted(set(candidates)) must not be empty and
-    # must hold only ints >= 0; raise ValueError("candidates ...") otherwise.
-    # One candidate: return it without measuring.
-    raise NotImplementedError("TODO(ex05a) in exercises/ex05_choose_workers.py: choose_num_workers, check the input")
-    # TODO(ex05b): measure in rounds: for each of `repeats` rounds, call measure(n)
-    # once for every candidate (interleaving spreads a busy spell over all of
-    # them); keep a list of values per candidate; take statistics.median of each.
-    # TODO(ex05c): best = the largest median; return the smallest n whose median
-    # >= (1 - tolerance) * best.
+    # TODO(ex05a) [step 1]: refuse a sweep that has no answer or holds something that is not a worker count, before
+    # measuring anything, and answer a single candidate without measuring.
+    raise NotImplementedError("TODO(ex05a) [step 1] in exercises/ex05_choose_workers.py: choose_num_workers, the input")
+    # TODO(ex05b) [step 2]: measure every candidate `repeats` times and keep one typical figure per candidate that one
+    # outlier cannot move. Measuring in rounds (every candidate once per round) spreads a busy spell of the machine
+    # over all the candidates instead of one.
+    raise NotImplementedError("TODO(ex05b) [step 2] in exercises/ex05_choose_workers.py: choose_num_workers, measuring")
+    # TODO(ex05c) [step 2]: from those figures, return the smallest candidate within `tolerance` of the best.
+    raise NotImplementedError("TODO(ex05c) [step 2] in exercises/ex05_choose_workers.py: choose_num_workers, the rule")

@@ -1,41 +1,60 @@
-"""Exercise 04: a fast DataLoader. Correctness first (pixels, every sample once, workers, augmentation, bad input);
-then one timed target against the tutorial configuration."""
+"""Exercise 04: a fast DataLoader, graded in steps: one cheap sample; the loader (order, every sample once, last
+batch); workers; shuffle, seeds and augmentation per worker and per epoch; bad input; then speed against the tutorial
+configuration."""
 
 import pytest
 
 EXERCISE = "ex04_fast_dataloader"
 
 
+@pytest.mark.step(1, "one cheap sample")
+def test_one_sample_matches_the_reference(grade):
+    """CenterCropDataset(root) has one sample per image; item i is (uint8 (3, 224, 224) tensor, int label) in file
+    order, within 2.0 levels on average (6.0 for any image) of the reference 256-resize + 224 centre crop."""
+    grade()
+
+
+@pytest.mark.step(2, "the loader")
 def test_batches_match_reference(grade):
-    """Batches are uint8 (N, 3, 224, 224) tensors with int64 labels, in file order, the last partial batch kept;
-    pixels within 2.0 levels on average (6.0 for any image) of the reference 256-resize + 224 centre crop."""
+    """Batches are uint8 (N, 3, 224, 224) tensors with int64 labels, in file order, the last partial batch kept, with
+    batch_size=16 and num_workers=0 and with batch_size=9 and num_workers=2; pixels as in step 1."""
     grade()
 
 
-def test_every_sample_once_when_shuffled(grade):
-    """shuffle=True: every sample exactly once per epoch, a new order each epoch, the same orders for the same seed."""
-    grade()
-
-
+@pytest.mark.step(3, "workers")
 def test_uses_the_asked_worker_processes(grade):
-    """num_workers=0, 1 and 3 load in exactly that many worker processes; None picks 1 to usable_cores() workers."""
+    """num_workers=0, 1 and 3 load in exactly that many worker processes, in file order; None picks 1 to
+    usable_cores() workers."""
     grade()
 
 
+@pytest.mark.step(4, "shuffle and flips")
+def test_every_sample_once_when_shuffled(grade):
+    """shuffle=True (with 2 workers and with none): every sample exactly once per epoch; each epoch a full shuffle of
+    the samples, of the file order and of the epoch before (at most 20% of consecutive pairs kept as neighbours, rank
+    correlation within 0.6 of 0); the same orders for the same seed, others for another seed."""
+    grade()
+
+
+@pytest.mark.step(4, "shuffle and flips")
 def test_augmentations_differ_between_workers(grade):
-    """augment=True flips about half the images left-right; the workers draw different flips; a seed reproduces them."""
+    """augment=True (with 2 workers and with none) flips about half the images left-right; workers draw different
+    flips; two epochs of one loader draw different flips; a seed reproduces them, another seed changes them."""
     grade()
 
 
+@pytest.mark.step(5, "bad input")
 def test_bad_input_is_reported(grade):
     """A missing root or an empty class folder raises an error that names the folder, never a hang or a silent skip."""
     grade()
 
 
+@pytest.mark.step(6, "speed")
 @pytest.mark.throughput
 @pytest.mark.timeout_s(300)
 def test_twice_the_tutorial_configuration(grade):
-    """Epochs of one loader (worker start-up counts each epoch, unless workers persist, as in training) are at least
-    2x the tutorial's ImageFolder + Resize + CenterCrop + ToTensor, batch 64, num_workers=0, on 192 images; skipped
-    on one core, where only worker processes on a second core could reach it."""
+    """Epochs of one loader with num_workers=None (worker start-up counts each epoch, unless workers persist, as in
+    training) reach 1.0x the tutorial's ImageFolder + Resize + CenterCrop + ToTensor, batch 64, num_workers=0, on 192
+    images, per core free while timing: 2x on an idle 2-core machine. Skipped on one core, where only worker
+    processes on a second core could reach it."""
     grade()

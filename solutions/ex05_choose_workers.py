@@ -8,10 +8,22 @@ because past that point extra workers cost memory and start-up time for a gain l
 
 from __future__ import annotations
 
+import numbers
 import statistics
 from collections.abc import Callable, Sequence
 
 Measure = Callable[[int], float]
+
+
+def worker_counts(candidates: Sequence[int]) -> list[int]:
+    """The distinct candidates, sorted; ValueError for an empty sweep or anything but an integer >= 0."""
+    counts = list(candidates)
+    if not counts:
+        raise ValueError("candidates is empty: give at least one worker count to try, e.g. [0, 1, 2, 4]")
+    bad = [n for n in counts if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0]
+    if bad:
+        raise ValueError(f"candidates must be worker counts (integers, 0 or more); {bad} in {counts} are not")
+    return sorted({int(n) for n in counts})
 
 
 def choose_num_workers(measure: Measure, candidates: Sequence[int], *, tolerance: float = 0.05,
@@ -19,14 +31,10 @@ def choose_num_workers(measure: Measure, candidates: Sequence[int], *, tolerance
     """The smallest candidate whose median measured throughput is within `tolerance` of the best median.
 
     `measure(n)` returns a throughput (items per second, higher is better) for `n` workers.
-    Each candidate is measured `repeats` times in interleaved rounds. A single candidate is
-    returned unmeasured.
+    Each distinct candidate is measured `repeats` times, in interleaved rounds. A single
+    candidate is returned unmeasured.
     """
-    counts = sorted(set(candidates))
-    if not counts:
-        raise ValueError("candidates is empty: give at least one worker count to try, e.g. [0, 1, 2, 4]")
-    if any(not isinstance(n, int) or n < 0 for n in counts):
-        raise ValueError(f"candidates must be worker counts (integers, 0 or more), got {list(candidates)}")
+    counts = worker_counts(candidates)
     if repeats < 1 or not 0 <= tolerance < 1:
         raise ValueError(f"need repeats >= 1 and 0 <= tolerance < 1, got repeats={repeats}, tolerance={tolerance}")
     if len(counts) == 1:

@@ -2,7 +2,8 @@
 
 - weights come from the labels alone (`CenterCropFolder.targets`), never from decoding images;
 - `WeightedRandomSampler` draws `epoch_length` indices with replacement, so an epoch keeps its length
-  and small classes are repeated rather than large ones dropped;
+  and small classes are repeated rather than large ones dropped (without replacement it could draw
+  no more than the dataset holds, and an epoch of the dataset's size would keep its imbalance);
 - the sampler owns a generator seeded once: the same seed gives the same epochs, and each new epoch
   continues that generator, so epochs differ;
 - the decoding runs in one worker process per usable core, as in the unbalanced loader.
@@ -20,7 +21,7 @@ from torch.utils.data import DataLoader, WeightedRandomSampler
 from loaderlab.machine import usable_cores
 from loaderlab.torchdata import CenterCropFolder
 
-IMBALANCE = 10  # graded on dataset_dir(imbalance=IMBALANCE) / "train" (`python -m data_gen --profile ci --imbalance 10`)
+IMBALANCE = 10  # graded on dataset_dir(imbalance=IMBALANCE) / "train", which `make data` makes (--imbalance 10)
 
 
 def sample_weights(labels: Sequence[int]) -> torch.Tensor:
@@ -35,7 +36,8 @@ def make_balanced_loader(split_dir: Path | str, batch_size: int, num_workers: in
 
     Yields `(uint8 (N, 3, 224, 224), int64 (N,))` batches; an epoch is `epoch_length`
     samples (default: the dataset's size), the last partial batch kept. `num_workers=None`
-    means one worker process per usable core.
+    means one worker process per usable core. WeightedRandomSampler refuses an epoch_length
+    below 1 with a ValueError.
     """
     dataset = CenterCropFolder(split_dir)
     sampler = WeightedRandomSampler(

@@ -1,11 +1,13 @@
 """Checks for exercise 04 (a fast DataLoader). Each check builds an ImageFolder of links to a few
-samples in a temporary folder, so that an epoch is short on any dataset profile."""
+samples in a temporary folder, so that an epoch is short on any dataset profile. Every argument the
+contract names is tried at more than one value (batch sizes, worker counts, seeds), so that a loader
+right at one setting only does not pass."""
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,6 +20,7 @@ from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import CROP, Sample, linked_split, mean_abs_difference, reference_crop
 from loaderlab.machine import usable_cores
+from loaderlab.order import adjacent_pair_share, rank_correlation
 
 SEED = 7
 TIMED_SAMPLES = 192        # three batches of 64 per epoch, on any profile
@@ -27,6 +30,16 @@ TIMED_SAMPLES = 192        # three batches of 64 per epoch, on any profile
 # workers 1.75x. With one busy program beside it, 1.2-1.45 cores were free and the solution measured 1.73-1.81x.
 TUTORIAL_TARGET_PER_FREE_CORE = 1.0
 SIGNATURE_BLOCKS = 8       # an image's signature: its mean colour over 8 x 8 blocks, to tell samples apart
+# What "shuffled" means, measured with loaderlab.order on an epoch of 70 samples (and on each epoch against the one
+# before): a full shuffle keeps about 1/70 of consecutive pairs as neighbours (14 or more of 69 has probability below
+# 1e-10) and a rank correlation within about 0.12 of 0 (0.6 is 5 standard deviations); shuffling whole batches or
+# blocks of 16 keeps about 15/16 of the pairs; shuffling only inside each batch keeps a rank correlation near 0.98.
+MAX_NEIGHBOUR_SHARE = 0.2
+MAX_RANK_CORRELATION = 0.6
+# DataLoader's own words when an option meant for worker processes meets num_workers=0.
+WORKER_ONLY_OPTION_ERRORS = ("persistent_workers option needs num_workers > 0",
+                             "prefetch_factor option could only be specified in multiprocessing",
+                             "_SingleProcessDataLoaderIter requires timeout == 0")
 
 
 # ---- helpers ----------------------------------------------------------------------------
@@ -36,33 +49,56 @@ def _subset(count: int) -> AbstractContextManager[tuple[Path, list[Sample]]]:
     return linked_split(dataset_samples("train", count))
 
 
+@contextmanager
+def _explained(setting: str) -> Iterator[None]:
+    """Turn DataLoader's terse refusal of a worker-only option at num_workers=0 into what it means."""
+    try:
+        yield
+    except (ValueError, AssertionError) as err:
+        if not any(words in str(err) for words in WORKER_ONLY_OPTION_ERRORS):
+            raise
+        raise AssertionError(
+            f"{setting}: DataLoader refused an option: {err}. persistent_workers, prefetch_factor and timeout are "
+            "only for worker processes: pass them only when num_workers > 0 (num_workers=0 loads in this process, "
+            "which must keep working).") from None
+
+
+def _setting(**options: Any) -> str:
+    return "make_loader(root, " + ", ".join(f"{k}={v!r}" for k, v in options.items()) + ")"
+
+
 def _make(ex: ModuleType, root: Path, **options: Any) -> Any:
     from torch.utils.data import DataLoader
 
-    loader = require(ex, "make_loader")(root, **options)
+    with _explained(_setting(**options)):
+        loader = require(ex, "make_loader")(root, **options)
     assert isinstance(loader, DataLoader), (
         f"make_loader must return a torch.utils.data.DataLoader, got {type(loader).__name__}: the exercise is "
         "about tuning PyTorch's loader, so build one (DataLoader(dataset, batch_size=..., num_workers=...)).")
     return loader
 
 
-def _as_numpy(batches: list[Any], setting: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Check the tensors' types and layout, and return (uint8 NHWC images, int64 labels) as numpy for batch_layout."""
+def _check_tensors(images: Any, labels: Any, setting: str) -> None:
     import torch
 
+    assert isinstance(images, torch.Tensor) and images.dtype == torch.uint8 and images.shape[1:] == (3, CROP, CROP), (
+        f"{setting}: images must be a uint8 torch tensor of shape (N, 3, {CROP}, {CROP}), got "
+        f"{getattr(images, 'dtype', type(images).__name__)} {tuple(getattr(images, 'shape', ()))}. Keep uint8 "
+        "(a quarter of float32's bytes to collate, hand over and copy) and convert to float and normalise per "
+        "batch, on the device: images.float().div(255).sub(mean).div(std).")
+    assert isinstance(labels, torch.Tensor) and labels.dtype == torch.int64, (
+        f"{setting}: labels must be an int64 torch tensor (what default_collate makes of Python ints), got "
+        f"{getattr(labels, 'dtype', type(labels).__name__)}")
+
+
+def _as_numpy(batches: list[Any], setting: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Check the tensors' types and layout, and return (uint8 NHWC images, int64 labels) as numpy for batch_layout."""
     converted = []
     for batch in batches:
         assert isinstance(batch, (tuple, list)) and len(batch) == 2, (
             f"{setting}: each batch must be an (images, labels) pair, got {type(batch).__name__}")
         images, labels = batch
-        assert isinstance(images, torch.Tensor) and images.dtype == torch.uint8 and images.shape[1:] == (3, CROP, CROP), (
-            f"{setting}: images must be a uint8 torch tensor of shape (N, 3, {CROP}, {CROP}), got "
-            f"{getattr(images, 'dtype', type(images).__name__)} {tuple(getattr(images, 'shape', ()))}. Keep uint8 "
-            "(a quarter of float32's bytes to collate, hand over and copy) and convert to float and normalise per "
-            "batch, on the device: images.float().div(255).sub(mean).div(std).")
-        assert isinstance(labels, torch.Tensor) and labels.dtype == torch.int64, (
-            f"{setting}: labels must be an int64 torch tensor (what default_collate makes of Python ints), got "
-            f"{getattr(labels, 'dtype', type(labels).__name__)}")
+        _check_tensors(images, labels, setting)
         converted.append((images.permute(0, 2, 3, 1).numpy(), labels.numpy()))
     return converted
 
@@ -75,20 +111,22 @@ def _epochs(ex: ModuleType, root: Path, epochs: int, setting: str, **options: An
 
     def run() -> list[Batches]:
         loader = _make(ex, root, **options)
-        return [_as_numpy(list(loader), setting) for _ in range(epochs)]
+        with _explained(setting):
+            return [_as_numpy(list(loader), setting) for _ in range(epochs)]
 
     try:
-        return within(90, f"{epochs} epoch(s) of make_loader({setting})", run)
+        return within(90, f"{epochs} epoch(s) of {setting}", run)
     finally:
         gc.collect()  # a DataLoader with persistent workers stops them when it is collected
 
 
-def _seeded_runs(ex: ModuleType, root: Path, setting: str, **options: Any) -> list[Batches]:
+def _seeded_runs(ex: ModuleType, root: Path, **options: Any) -> list[Batches]:
     """Two epochs of a loader seeded with SEED, the first epoch of a second such loader, and of one seeded SEED + 1."""
+    setting = _setting(**options, seed=SEED)
     with no_leaks(setting):
         return [*_epochs(ex, root, 2, setting, seed=SEED, **options),
                 *_epochs(ex, root, 1, setting + " (a second loader)", seed=SEED, **options),
-                *_epochs(ex, root, 1, f"{setting} with seed={SEED + 1}", seed=SEED + 1, **options)]
+                *_epochs(ex, root, 1, _setting(**options, seed=SEED + 1), seed=SEED + 1, **options)]
 
 
 def _signature(image: np.ndarray) -> np.ndarray:
@@ -122,58 +160,96 @@ def _flips(images: np.ndarray, references: list[np.ndarray], setting: str) -> li
     return flips
 
 
-# ---- correctness ------------------------------------------------------------------------
+def _check_pixels(images: Sequence[np.ndarray], samples: list[Sample], setting: str) -> None:
+    differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
+    worst = int(np.argmax(differences))
+    assert np.mean(differences) <= MEAN_TOLERANCE and differences[worst] <= WORST_TOLERANCE, (
+        f"{setting}: pixels differ from the reference crop by {np.mean(differences):.2f} levels on average "
+        f"(allowed {MEAN_TOLERANCE}) and {differences[worst]:.2f} at worst (allowed {WORST_TOLERANCE}), worst at "
+        f"{samples[worst].path.name}. Resize the short side to 256 and take the centre 224x224, in RGB, "
+        "channels first (image.transpose(2, 0, 1)), in file order.")
+
+
+def _order_is_shuffled(order: list[int], setting: str, against: str) -> None:
+    """Fail unless `order` (positions in the `against` order) looks like a full shuffle of it."""
+    share, correlation = adjacent_pair_share(order), rank_correlation(order)
+    assert share <= MAX_NEIGHBOUR_SHARE, (
+        f"{setting}: {share:.0%} of consecutive samples were also neighbours in {against} (a full shuffle of "
+        f"{len(order)} keeps about {1 / len(order):.0%}; allowed {MAX_NEIGHBOUR_SHARE:.0%}). shuffle=True must shuffle "
+        "samples, not whole batches or blocks of neighbours: a model then sees the same groups together every "
+        "epoch. Shuffle the indices one by one (DataLoader(shuffle=True) with a seeded generator does).")
+    assert abs(correlation) <= MAX_RANK_CORRELATION, (
+        f"{setting}: the epoch's order is still close to {against} (rank correlation {correlation:.2f}; a full "
+        f"shuffle stays within about {1 / np.sqrt(len(order) - 1):.2f} of 0, allowed {MAX_RANK_CORRELATION}): "
+        "shuffling only inside each batch, or in a small window, keeps every batch the same from epoch to epoch. "
+        "Shuffle the whole epoch's indices.")
+
+
+# ---- step 1: one cheap sample -------------------------------------------------------------
+
+def _label_value(label: Any) -> int | None:
+    """An integer label as int (a Python or numpy int, or a 0-d integer tensor); None for anything else."""
+    import torch
+
+    if isinstance(label, torch.Tensor):
+        return int(label) if label.ndim == 0 and not label.is_floating_point() else None
+    if isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+        return int(label)
+    return None
+
+
+def one_sample_matches_the_reference(ex: ModuleType) -> None:
+    import torch
+
+    dataset_class = require(ex, "CenterCropDataset")
+    with _subset(12) as (root, samples):
+        dataset = within(30, "CenterCropDataset(root)", lambda: dataset_class(root))
+        assert len(dataset) == len(samples), (
+            f"len(CenterCropDataset(root)) is {len(dataset)}, but root holds {len(samples)} images: one sample per "
+            "image file, as loaderlab.images.list_samples(root) lists them.")
+        images = []
+        for index, sample in enumerate(samples):
+            item = within(30, f"CenterCropDataset(root)[{index}]", lambda: dataset[index])
+            assert isinstance(item, (tuple, list)) and len(item) == 2, (
+                f"CenterCropDataset(root)[{index}] must be an (image, label) pair, got {type(item).__name__}")
+            image, label = item
+            is_crop = isinstance(image, torch.Tensor) and image.dtype == torch.uint8 and image.shape == (3, CROP, CROP)
+            assert is_crop, (
+                f"CenterCropDataset(root)[{index}]: the image must be a uint8 torch tensor of shape "
+                f"(3, {CROP}, {CROP}) (channels first), got {getattr(image, 'dtype', type(image).__name__)} "
+                f"{tuple(getattr(image, 'shape', ()))}. No ToTensor (it makes float32 in [0, 1]): "
+                "torch.from_numpy on a contiguous uint8 CHW array keeps the bytes as they are.")
+            assert _label_value(label) == sample.label, (
+                f"CenterCropDataset(root)[{index}] is {sample.path.parent.name}/{sample.path.name}, class "
+                f"{sample.label}, but came with the label {label!r}: labels number the sorted class folders from 0, "
+                "as list_samples gives them (a Python int; the DataLoader collates ints into int64).")
+            images.append(image.permute(1, 2, 0).numpy())
+        _check_pixels(images, samples, "CenterCropDataset(root)[i]")
+
+
+# ---- step 2: the loader -------------------------------------------------------------------
 
 def batches_match_reference(ex: ModuleType) -> None:
     with _subset(70) as (root, samples):
-        setting = "make_loader(root, batch_size=16, num_workers=2)"
-        with no_leaks(setting):
-            (batches,) = _epochs(ex, root, 1, setting, batch_size=16, num_workers=2)
-        images, labels = batch_layout(batches, len(samples), 16, setting)
-        assert labels == [s.label for s in samples], (
-            f"{setting}: labels are not the samples' labels in file order (sorted class folders, then sorted file "
-            "names, as ImageFolder numbers them); with shuffle=False the order must be kept.")
-        differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
-        worst = int(np.argmax(differences))
-        assert np.mean(differences) <= MEAN_TOLERANCE and differences[worst] <= WORST_TOLERANCE, (
-            f"{setting}: pixels differ from the reference crop by {np.mean(differences):.2f} levels on average "
-            f"(allowed {MEAN_TOLERANCE}) and {differences[worst]:.2f} at worst (allowed {WORST_TOLERANCE}), worst at "
-            f"{samples[worst].path.name}. Resize the short side to 256 and take the centre 224x224, in RGB, "
-            "channels first (image.transpose(2, 0, 1)), in file order.")
+        for batch_size, workers in ((16, 0), (9, 2)):
+            setting = _setting(batch_size=batch_size, num_workers=workers)
+            with no_leaks(setting):
+                (batches,) = _epochs(ex, root, 1, setting, batch_size=batch_size, num_workers=workers)
+            images, labels = batch_layout(batches, len(samples), batch_size, setting)
+            assert labels == [s.label for s in samples], (
+                f"{setting}: labels are not the samples' labels in file order (sorted class folders, then sorted "
+                "file names, as ImageFolder numbers them); with shuffle=False the order must be kept.")
+            _check_pixels(images, samples, setting)
 
 
-def every_sample_once_when_shuffled(ex: ModuleType) -> None:
-    with _subset(70) as (root, samples):
-        references = [reference_crop(s.path) for s in samples]
-        setting = f"make_loader(root, batch_size=16, shuffle=True, seed={SEED})"
-        runs = _seeded_runs(ex, root, setting, batch_size=16, num_workers=2, shuffle=True)
-        orders = []
-        for number, batches in enumerate(runs):
-            images, labels = batch_layout(batches, len(samples), 16, f"{setting}, epoch {number + 1}")
-            order = _identify(images, references)
-            repeated = sorted({i for i in order if order.count(i) > 1})
-            missing = sorted(set(range(len(samples))) - set(order))
-            assert not repeated and not missing, (
-                f"{setting}: in one epoch, samples {repeated[:5]} came more than once and {missing[:5]} never: "
-                "a shuffled epoch must still hold every sample exactly once (shuffle the indices, not the draws).")
-            assert labels == [samples[i].label for i in order], f"{setting}: some labels belong to other images"
-            orders.append(order)
-        first, second, repeat, reseeded = orders
-        assert first != sorted(first), f"{setting}: the epoch came in file order; shuffle=True must shuffle it."
-        assert first != second, (
-            f"{setting}: two epochs of one loader came in the same order: shuffle=True must draw a new order each "
-            "epoch (DataLoader(shuffle=True) does, with a torch.Generator for the seed).")
-        assert first == repeat, (
-            f"{setting}: two loaders with the same seed gave different orders: pass "
-            "generator=torch.Generator().manual_seed(seed) to the DataLoader, so that a seed reproduces an epoch.")
-        assert first != reseeded, f"seeds {SEED} and {SEED + 1} gave the same order: the seed must choose the order."
-
+# ---- step 3: workers ----------------------------------------------------------------------
 
 def uses_the_asked_worker_processes(ex: ModuleType) -> None:
     with _subset(24) as (root, samples):
         for workers in (0, 1, 3):
-            setting = f"make_loader(root, batch_size=4, num_workers={workers})"
+            setting = _setting(batch_size=4, num_workers=workers)
             started: list[int] = []
+            labels: list[int] = []
 
             def first_batch_then_rest() -> None:
                 before = {p.pid for p in child_processes()}
@@ -181,10 +257,12 @@ def uses_the_asked_worker_processes(ex: ModuleType) -> None:
                 assert loader.num_workers == workers, (
                     f"{setting} built a DataLoader with num_workers={loader.num_workers}: num_workers is ignored. "
                     "Pass the argument on to the DataLoader (None alone means: choose a default).")
-                iterator = iter(loader)
-                next(iterator)
-                started.append(len({p.pid for p in child_processes()} - before))
-                sum(1 for _ in iterator)
+                with _explained(setting):
+                    iterator = iter(loader)
+                    batch = next(iterator)
+                    started.append(len({p.pid for p in child_processes()} - before))
+                    labels.extend(batch[1].tolist())
+                    labels.extend(label for _, more in iterator for label in more.tolist())
 
             with no_leaks(setting):
                 try:
@@ -194,6 +272,9 @@ def uses_the_asked_worker_processes(ex: ModuleType) -> None:
             assert started[0] == workers, (
                 f"{setting}: {started[0]} worker processes were loading, not {workers}: num_workers is ignored "
                 "somewhere. Pass it to the DataLoader unchanged.")
+            assert labels == [s.label for s in samples], (
+                f"{setting}: the labels did not come in file order with {workers} worker(s): every worker count must "
+                "give the same batches as num_workers=0 (DataLoader keeps the order across workers; keep in_order on).")
         loader = _make(ex, root, batch_size=4)
         chosen, cores = loader.num_workers, usable_cores()
         del loader
@@ -204,27 +285,75 @@ def uses_the_asked_worker_processes(ex: ModuleType) -> None:
             "come from usable_cores() (decoding is CPU-bound; more workers than cores only take turns).")
 
 
+# ---- step 4: shuffle, seeds and augmentation, per worker and per epoch -----------------------
+
+def every_sample_once_when_shuffled(ex: ModuleType) -> None:
+    with _subset(70) as (root, samples):
+        references = [reference_crop(s.path) for s in samples]
+        for batch_size, workers in ((16, 2), (10, 0)):
+            setting = _setting(batch_size=batch_size, num_workers=workers, shuffle=True, seed=SEED)
+            runs = _seeded_runs(ex, root, batch_size=batch_size, num_workers=workers, shuffle=True)
+            orders = []
+            for number, batches in enumerate(runs):
+                images, labels = batch_layout(batches, len(samples), batch_size, f"{setting}, epoch {number + 1}")
+                order = _identify(images, references)
+                repeated = sorted({i for i in order if order.count(i) > 1})
+                missing = sorted(set(range(len(samples))) - set(order))
+                assert not repeated and not missing, (
+                    f"{setting}: in one epoch, samples {repeated[:5]} came more than once and {missing[:5]} never: "
+                    "a shuffled epoch must still hold every sample exactly once (shuffle the indices, not the draws).")
+                assert labels == [samples[i].label for i in order], f"{setting}: some labels belong to other images"
+                orders.append(order)
+            first, second, repeat, reseeded = orders
+            assert first != sorted(first), f"{setting}: the epoch came in file order; shuffle=True must shuffle it."
+            assert first != second, (
+                f"{setting}: two epochs of one loader came in the same order: shuffle=True must draw a new order each "
+                "epoch (DataLoader(shuffle=True) does, with a torch.Generator for the seed).")
+            _order_is_shuffled(first, f"{setting}, epoch 1", "the file order")
+            position_in_first = {sample: position for position, sample in enumerate(first)}
+            _order_is_shuffled([position_in_first[sample] for sample in second], f"{setting}, epoch 2",
+                               "the order of epoch 1")
+            assert first == repeat, (
+                f"{setting}: two loaders with the same seed gave different orders: pass "
+                "generator=torch.Generator().manual_seed(seed) to the DataLoader, so that a seed reproduces an epoch.")
+            assert first != reseeded, (
+                f"{setting}: seeds {SEED} and {SEED + 1} gave the same order: the seed must choose the order.")
+
+
 def augmentations_differ_between_workers(ex: ModuleType) -> None:
     with _subset(48) as (root, samples):
         references = [reference_crop(s.path) for s in samples]
-        setting = f"make_loader(root, batch_size=8, num_workers=2, augment=True, seed={SEED})"
-        runs = _seeded_runs(ex, root, setting, batch_size=8, num_workers=2, augment=True)
-        flips = [_flips(batch_layout(b, len(samples), 8, setting)[0], references, setting) for b in runs]
-        share = sum(flips[0]) / len(samples)
-        assert 0.2 <= share <= 0.8, (
-            f"{setting}: {share:.0%} of the images were flipped; a flip with probability 1/2 flips about half.")
-        per_batch = [flips[0][start:start + 8] for start in range(0, len(samples), 8)]
-        pairs = list(zip(per_batch[0::2], per_batch[1::2]))  # batch 2k comes from worker 0, batch 2k+1 from worker 1
-        assert not all(a == b for a, b in pairs), (
-            f"{setting}: the two workers made the same flips, batch for batch ({[[int(f) for f in a] for a, _ in pairs]}): "
-            "every worker starts from the same generator state, copied from the dataset's __init__. Give each worker "
-            "its own generator in a worker_init_fn (np.random.default_rng(torch.utils.data.get_worker_info().seed)), "
-            "or draw from torch's generator, which the DataLoader seeds per worker.")
-        assert flips[0] == flips[2], (
-            f"{setting}: two loaders with the same seed flipped different images: seed the DataLoader "
-            "(generator=torch.Generator().manual_seed(seed)) and derive every worker's generator from it.")
-        assert flips[0] != flips[3], f"seeds {SEED} and {SEED + 1} flipped the same images: the seed is ignored."
+        for workers in (2, 0):
+            setting = _setting(batch_size=8, num_workers=workers, augment=True, seed=SEED)
+            runs = _seeded_runs(ex, root, batch_size=8, num_workers=workers, augment=True)
+            flips = [_flips(batch_layout(b, len(samples), 8, setting)[0], references, setting) for b in runs]
+            share = sum(flips[0]) / len(samples)
+            assert 0.2 <= share <= 0.8, (
+                f"{setting}: {share:.0%} of the images were flipped; a flip with probability 1/2 flips about half.")
+            if workers == 2:
+                per_batch = [flips[0][start:start + 8] for start in range(0, len(samples), 8)]
+                pairs = list(zip(per_batch[0::2], per_batch[1::2]))  # batch 2k from worker 0, batch 2k+1 from worker 1
+                assert not all(a == b for a, b in pairs), (
+                    f"{setting}: the two workers made the same flips, batch for batch "
+                    f"({[[int(f) for f in a] for a, _ in pairs]}): every worker starts from the same generator state, "
+                    "copied from the dataset's __init__. Give each worker its own generator, made from the seed "
+                    "PyTorch gives that worker (get_worker_info().seed) in a worker_init_fn, or draw from torch's "
+                    "generator, which the DataLoader seeds per worker.")
+            assert flips[0] != flips[1], (
+                f"{setting}: two epochs of one loader flipped exactly the same images: the randomness repeats every "
+                "epoch, so the model sees the same augmented copies each time. A generator must be made once per "
+                "worker (or per loader) and continue from epoch to epoch, not be re-made from a fixed seed (the seed "
+                "plus the worker id or the sample index) each epoch: get_worker_info().seed is drawn anew whenever "
+                "the loader starts its workers, and with persistent workers they start only once.")
+            assert flips[0] == flips[2], (
+                f"{setting}: two loaders with the same seed flipped different images: seed the DataLoader "
+                "(generator=torch.Generator().manual_seed(seed)) and derive every generator from it, in this "
+                "process too (num_workers=0 draws from the dataset's own generator).")
+            assert flips[0] != flips[3], (
+                f"{setting}: seeds {SEED} and {SEED + 1} flipped the same images: the seed is ignored.")
 
+
+# ---- step 5: bad input --------------------------------------------------------------------
 
 def bad_input_is_reported(ex: ModuleType) -> None:
     make_loader = require(ex, "make_loader")
@@ -246,14 +375,16 @@ def bad_input_is_reported(ex: ModuleType) -> None:
                 return None
 
             error = within(60, f"make_loader on {what}", first_batch)
-            assert error is not None, f"make_loader on {what} gave a batch: it must raise, naming {name!r}."
+            assert error is not None, (
+                f"make_loader on {what} gave a batch: it must raise, naming {name!r}. Skipping an empty class folder "
+                "silently shifts the label of every class after it.")
             assert name in str(error), (
                 f"make_loader on {what} raised {type(error).__name__}: {error}, which does not name {name!r}: "
                 "say which folder is wrong, so the learner can fix it.")
         gc.collect()
 
 
-# ---- throughput --------------------------------------------------------------------------
+# ---- step 6: speed ------------------------------------------------------------------------
 
 def twice_the_tutorial_configuration(ex: ModuleType) -> Comparison | None:
     import torch
