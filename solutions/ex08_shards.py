@@ -17,7 +17,7 @@ import io
 import tarfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 import numpy as np
 from torch.utils.data import IterableDataset, get_worker_info
@@ -114,7 +114,8 @@ class ShardDataset(IterableDataset):
       slot, so the split stays a partition), then each slot's samples pass a
       shuffle buffer of `buffer_size` seeded with `[seed, epoch, rank, worker]`.
       Call `set_epoch(e)` before each epoch (as with DistributedSampler): the order
-      is a function of (seed, epoch, num_workers, world_size) only.
+      is a function of (seed, epoch, num_workers, rank, world_size) only, so
+      iterating again without `set_epoch` repeats the epoch.
     - `storage`: read each shard through `storage.read` (one request per shard),
       as from object storage; None reads local files.
     - `decode(bytes) -> anything` runs in the worker on each sample's data.
@@ -132,7 +133,7 @@ class ShardDataset(IterableDataset):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must be in [0, world_size={world_size}), got {rank}")
         if buffer_size < 1:
-            raise ValueError(f"buffer_size must be at least 1, got {buffer_size}")
+            raise ValueError(f"buffer_size must be at least 1 (1 shuffles the shard order only), got {buffer_size}")
         self.shuffle, self.seed, self.buffer_size = shuffle, seed, buffer_size
         self.storage, self.rank, self.world_size, self.decode = storage, rank, world_size, decode
         self.epoch = 0
@@ -141,14 +142,17 @@ class ShardDataset(IterableDataset):
         """Choose the epoch whose order the next iteration gives (call it before creating the DataLoader iterator)."""
         self.epoch = epoch
 
+    def shard_order(self) -> list[Path]:
+        """Every shard, in the order this epoch reads them: the same list in every worker and every rank."""
+        if not self.shuffle:
+            return list(self.shards)
+        permutation = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.shards))
+        return [self.shards[i] for i in permutation]
+
     def shards_for(self, worker_id: int, num_workers: int) -> list[Path]:
         """The shards of one (rank, worker) slot, in the order that slot reads them."""
-        order = list(self.shards)
-        if self.shuffle:
-            permutation = np.random.default_rng([self.seed, self.epoch]).permutation(len(order))
-            order = [order[i] for i in permutation]
         slots = self.world_size * num_workers
-        return order[self.rank * num_workers + worker_id :: slots]
+        return self.shard_order()[self.rank * num_workers + worker_id :: slots]
 
     def __iter__(self) -> Iterator[ShardSample]:
         info = get_worker_info()
@@ -161,12 +165,15 @@ class ShardDataset(IterableDataset):
         for sample in samples:
             yield sample if self.decode is None else sample._replace(data=self.decode(sample.data))
 
+    def _open(self, shard: Path) -> BinaryIO:
+        """The shard as a file object: the local file, or its bytes fetched in one storage request."""
+        return io.BytesIO(self.storage.read(shard)) if self.storage is not None else shard.open("rb")
+
     def _read(self, shard: Path) -> Iterator[ShardSample]:
-        """The samples of one shard in written order; the whole shard is one request when read through storage."""
-        stream = io.BytesIO(self.storage.read(shard)) if self.storage is not None else shard.open("rb")
+        """The samples of one shard in written order."""
         key, parts = None, {}
         try:
-            with tarfile.open(fileobj=stream, mode="r|") as tar:
+            with self._open(shard) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
                 for member in tar:
                     member_key, _, suffix = member.name.rpartition(".")
                     if member_key != key:
@@ -178,8 +185,6 @@ class ShardDataset(IterableDataset):
                 yield _sample(shard, key, parts)
         except tarfile.TarError as err:
             raise CorruptShard(f"{shard}: not a complete tar shard ({err}); rewrite it with write_shards()") from err
-        finally:
-            stream.close()
 
 
 def _sample(shard: Path, key: str, parts: dict[str, bytes]) -> ShardSample:
