@@ -100,6 +100,22 @@ def run_check(target: Path, exercise: str, check: str, timeout_s: float, start_m
     processes, so every loader that does not choose one itself is graded under it. The child's
     processes may hold `memory_cap_bytes()` together; past that they are stopped and the check fails.
     """
+    return _run_in_child(target, exercise, [check], timeout_s, start_method)[check]
+
+
+def run_checks_together(target: Path, exercise: str, checks: list[str], timeout_s: float) -> dict[str, CheckResult]:
+    """Run several checks one after another in ONE new process, within `timeout_s` together.
+
+    Only for the project's tests of untouched stubs, where every check stops at its first TODO and
+    leaves nothing behind: it saves a Python start and a torch import per check. A learner's checks
+    always run one per process (`run_check`), so one check's leftovers never reach another's verdict.
+    """
+    return _run_in_child(target, exercise, checks, timeout_s, None)
+
+
+def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: float,
+                  start_method: str | None) -> dict[str, CheckResult]:
+    """Start `python -m grader.runner` for `checks`, watch its time and memory, and read its verdicts."""
     with tempfile.TemporaryDirectory(prefix="loaderlab-grade-") as tmp:
         verdict_file = Path(tmp) / "verdict.json"
         env = os.environ | QUIET_CHILD_ENV | {
@@ -108,7 +124,7 @@ def run_check(target: Path, exercise: str, check: str, timeout_s: float, start_m
         }
         if start_method:
             env[START_METHOD_ENV] = start_method
-        command = [sys.executable, "-m", "grader.runner", str(target), exercise, check, str(verdict_file)]
+        command = [sys.executable, "-m", "grader.runner", str(target), exercise, ",".join(checks), str(verdict_file)]
         start = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True)
@@ -125,29 +141,34 @@ def run_check(target: Path, exercise: str, check: str, timeout_s: float, start_m
         seconds = time.perf_counter() - start
         peak = round(watch.peak / 2**20)
         if watch.exceeded:
-            return CheckResult(
-                exercise, check, FAIL,
+            message = (
                 f"unbounded memory growth: the check's processes grew past {_gib(watch.cap)} together and were "
                 "stopped before they could take the machine down. Something keeps everything it is given: a "
                 "queue or buffer without a bound, a list of results nobody consumes, or a reader that runs "
-                f"ahead of its consumer forever. (Raise the cap with {MEMORY_CAP_ENV}=<GiB> if you really need more.)",
-                seconds, output=_tail(output), peak_memory_mib=peak)
+                f"ahead of its consumer forever. (Raise the cap with {MEMORY_CAP_ENV}=<GiB> if you really need more.)")
+            return {check: CheckResult(exercise, check, FAIL, message, seconds, output=_tail(output), peak_memory_mib=peak)
+                    for check in checks}
         if timed_out:
             grew = f" Its processes held {_gib(watch.peak)} at the peak, so memory growth is likely too." \
                 if watch.peak > watch.cap / 2 else ""
-            return CheckResult(
-                exercise, check, TIMEOUT,
+            message = (
                 f"did not finish within {timeout_s:.0f} s and was stopped. A blocking wait with no "
                 "timeout is the usual cause: queue.get() or join() on a worker that died or was never "
-                "told to stop, or a producer blocked on a full queue after the consumer left." + grew,
-                seconds, output=_tail(output), peak_memory_mib=peak,
-            )
-        if not verdict_file.exists():
-            return CheckResult(exercise, check, ERROR, _crash_message(exercise, process.returncode),
-                               seconds, output=_tail(output), peak_memory_mib=peak)
-        verdict = json.loads(verdict_file.read_text())
-        return CheckResult(exercise, check, verdict["status"], verdict["message"], seconds, verdict.get("metrics"),
-                           _tail(output) if verdict["status"] != PASS else "", peak_memory_mib=peak)
+                "told to stop, or a producer blocked on a full queue after the consumer left." + grew)
+            return {check: CheckResult(exercise, check, TIMEOUT, message, seconds, output=_tail(output), peak_memory_mib=peak)
+                    for check in checks}
+        verdicts = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+        results = {}
+        for check in checks:
+            if check not in verdicts:
+                results[check] = CheckResult(exercise, check, ERROR, _crash_message(exercise, process.returncode),
+                                             seconds, output=_tail(output), peak_memory_mib=peak)
+                continue
+            verdict = verdicts[check]
+            results[check] = CheckResult(exercise, check, verdict["status"], verdict["message"], seconds,
+                                         verdict.get("metrics"), _tail(output) if verdict["status"] != PASS else "",
+                                         peak_memory_mib=peak)
+        return results
 
 
 def _crash_message(exercise: str, returncode: int) -> str:
@@ -182,7 +203,8 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
     if not exercise_file.is_file():
         return {"status": ERROR, "message": f"MISSING FILE: {exercise_file} does not exist. Did you rename or move it? "
                 f"Restore it with `git checkout -- {exercise_file.relative_to(REPO_ROOT) if exercise_file.is_relative_to(REPO_ROOT) else exercise_file}`."}
-    sys.path.insert(0, str(target.resolve()))
+    if str(target.resolve()) not in sys.path:
+        sys.path.insert(0, str(target.resolve()))
     if os.environ.get(START_METHOD_ENV):
         multiprocessing.set_start_method(os.environ[START_METHOD_ENV], force=True)
     try:
@@ -221,9 +243,11 @@ def _too_slow(outcome: Comparison) -> str:
 
 
 def main(argv: list[str]) -> None:
-    target, exercise, check, verdict_file = argv
-    verdict = evaluate(Path(target), exercise, check)
-    Path(verdict_file).write_text(json.dumps(verdict))
+    target, exercise, checks, verdict_file = argv
+    verdicts = {}
+    for check in checks.split(","):
+        verdicts[check] = evaluate(Path(target), exercise, check)
+        Path(verdict_file).write_text(json.dumps(verdicts))  # after each: a later crash keeps the earlier verdicts
     sys.stdout.flush()
     # Leave at once: a leaked non-daemon thread must not keep the process (and the grade) waiting.
     os._exit(0)

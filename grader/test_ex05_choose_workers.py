@@ -4,6 +4,7 @@ known answers (clean, then noisy, with the measurements counted); then a real sw
 import pytest
 
 EXERCISE = "ex05_choose_workers"
+pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make test`
 
 
 @pytest.mark.step(1, "the input")

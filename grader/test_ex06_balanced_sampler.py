@@ -4,6 +4,7 @@ class frequencies, seeding); bad input; then it must keep up with a plain shuffl
 import pytest
 
 EXERCISE = "ex06_balanced_sampler"
+pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make test`
 
 
 @pytest.mark.step(1, "weights")

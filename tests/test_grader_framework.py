@@ -145,6 +145,7 @@ def test_pipe_traffic_counts_what_is_pickled_back() -> None:
     assert traffic.bytes >= 1_000_000
 
 
+@pytest.mark.timing
 def test_free_cores_stays_within_the_usable_cores() -> None:
     assert 1.0 <= free_cores(seconds=0.05) <= usable_cores()
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from grader.results import FAIL, NOT_STARTED, PASS
-from grader.runner import run_check
+from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
 
@@ -118,8 +118,9 @@ def test_every_check_is_proven_able_to_fail(exercise: str) -> None:
 
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_untouched_stub_reads_not_started(exercise: str) -> None:
-    for check in checks_of(exercise):
-        result = run_check(REPO_ROOT / "exercises", exercise, check, timeout_s=60)
+    checks = checks_of(exercise)
+    results = run_checks_together(REPO_ROOT / "exercises", exercise, checks, timeout_s=60 + 10 * len(checks))
+    for check, result in results.items():
         assert result.status == NOT_STARTED, f"{check} on the stub: {result.explain()}"
         assert "TODO" in result.message, f"{check}: the message should point at the TODO: {result.message}"
 
@@ -135,6 +136,7 @@ def test_planted_defect_is_caught(folder: str) -> None:
     assert planted.words in result.message, f"{folder} failed {check}, but not for the planted reason: {result.message}"
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("folder", TOO_SLOW)
 def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
     planted = PLANTED_IMPLEMENTATIONS[folder]
@@ -166,9 +168,19 @@ def test_start_method_option_reaches_the_learners_loader(tmp_path) -> None:
 
 @pytest.mark.parametrize("folder", sorted(ALTERNATIVE_IMPLEMENTATIONS))
 def test_correct_alternative_passes(folder: str) -> None:
-    """Another route to a right answer must pass every correctness check (and the timed ones its route could move)."""
+    """Another route to a right answer must pass every correctness check."""
     alternative = ALTERNATIVE_IMPLEMENTATIONS[folder]
-    for check in [*checks_of(alternative.exercise, timed=False), *alternative.timed]:
+    for check in checks_of(alternative.exercise, timed=False):
+        result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
+        assert result.status == PASS, f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("folder", sorted(name for name, a in ALTERNATIVE_IMPLEMENTATIONS.items() if a.timed))
+def test_correct_alternative_meets_the_targets_its_route_could_move(folder: str) -> None:
+    """A route that could change the speed must pass the timed checks too (after the correctness checks)."""
+    alternative = ALTERNATIVE_IMPLEMENTATIONS[folder]
+    for check in alternative.timed:
         result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
         assert result.status == PASS, f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
 
@@ -180,3 +192,17 @@ def test_every_alternative_folder_says_what_route_it_takes() -> None:
         assert (ALTERNATIVES / alternative.folder / f"{alternative.exercise}.py").is_file()
         for check in alternative.timed:
             assert check in checks_of(alternative.exercise, timed=True), f"{alternative.folder}: no timed check {check!r}"
+
+
+PROCESS_WORDS = ("num_workers", "multiprocessing", "ProcessPool", "mp_context")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_graders_of_exercises_that_start_processes_are_marked_for_spawn(exercise: str) -> None:
+    """`make test` re-grades under spawn only the exercises marked `starts_processes`: the mark must follow the code."""
+    solution = (REPO_ROOT / "solutions" / f"{exercise}.py").read_text()
+    starts = any(word in solution for word in PROCESS_WORDS)
+    marks = getattr(importlib.import_module(f"grader.test_{exercise}"), "pytestmark", [])
+    marked = any(mark.name == "starts_processes" for mark in (marks if isinstance(marks, list) else [marks]))
+    assert starts == marked, (f"{exercise}: its solution {'starts' if starts else 'starts no'} worker processes; "
+                              f"{'add' if starts else 'remove'} `pytestmark = pytest.mark.starts_processes` in grader/test_{exercise}.py")
