@@ -123,12 +123,13 @@ class ProcessLoader:
       batch_size >= 1 (1, one that does not divide len(samples), one as large as
       the epoch or larger), any num_workers >= 1 (more workers than batches too),
       any prefetch >= 1;
-    - [1] sample i is `transform(reference_crop(samples[i].path), rng)`, computed in
-      one of `num_workers` processes from `multiprocessing.get_context(start_method)`
-      (None: the platform default), under "fork" and "spawn" alike, never in the parent;
+    - [1] sample i is `transform(reference_crop(samples[i].path), rng)`, pixel for
+      pixel, computed in the `num_workers` processes (all of them share the work) from
+      `multiprocessing.get_context(start_method)` (None: the platform default), under
+      "fork" and "spawn" alike, never in the parent;
     - [2] pixels travel through `multiprocessing.shared_memory.SharedMemory`: what
       the parent receives through pipes and queues is a small fraction of the pixel
-      bytes (batch numbers and labels, never arrays of pixels);
+      bytes (at most 5%: batch numbers and labels, never arrays of pixels);
     - [2] a batch, once returned, belongs to the caller: later batches, close()
       and other loaders never change it;
     - [2] two loaders can be alive and iterated at once: no fixed segment names, no
