@@ -5,7 +5,7 @@ Design choices (the docstring of `ProcessLoader` says why):
   so order is free and a dead worker is known exactly;
 - a ring of shared-memory slots owned by the parent (batch b -> slot b % slots);
   workers write pixels into a slot and send back only the batch number and labels;
-- every wait is `multiprocessing.connection.wait(pipes + process sentinels, timeout)`,
+- every wait is `multiprocessing.connection.wait([pipe, process sentinel], timeout)`,
   so a worker that dies wakes the parent at once.
 """
 
@@ -17,6 +17,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing import connection
+from multiprocessing.process import BaseProcess
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any
 
@@ -55,21 +56,52 @@ def random_flip_and_jitter(image: np.ndarray, rng: np.random.Generator) -> np.nd
     return np.clip(image.astype(np.int16) + shift, 0, 255).astype(np.uint8)
 
 
-def sample_rng(seed: int, sample_index: int) -> np.random.Generator:
-    """The generator for one sample: depends on (seed, index) only, never on the worker."""
-    return np.random.default_rng([seed, sample_index])
+def slot_array(buffer: memoryview | bytearray, rows: int) -> np.ndarray:
+    """The uint8 (rows, 224, 224, 3) array whose memory is `buffer` (a segment's `.buf`): no copy."""
+    return np.ndarray((rows, *IMAGE_SHAPE), np.uint8, buffer=buffer)
 
 
-def load_sample(samples: Sequence[Sample], index: int, transform: Transform, seed: int) -> np.ndarray:
+def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
+    """The generator for one sample of one epoch: depends on (seed, epoch, index) only, never on the worker."""
+    return np.random.default_rng([seed, epoch, index])
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """How a process ended, in words: a negative exit code is the signal that killed it."""
+    if exitcode is None:
+        return "no exit code (still running)"
+    if exitcode < 0:
+        try:
+            return f"signal {signal.Signals(-exitcode).name} (exit code {exitcode})"
+        except ValueError:
+            return f"signal {-exitcode} (exit code {exitcode})"
+    return f"exit code {exitcode}"
+
+
+def stop_processes(processes: Sequence[BaseProcess], timeout_s: float) -> list[int]:
+    """Join every process within `timeout_s` in all, then kill and join those still alive; their pids."""
+    deadline = time.monotonic() + timeout_s
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    killed = []
+    for process in processes:
+        if process.is_alive():
+            killed.append(process.pid)
+            process.kill()
+            process.join(timeout_s)
+    return killed
+
+
+def load_sample(samples: Sequence[Sample], index: int, transform: Transform, seed: int, epoch: int) -> np.ndarray:
     """Decode, crop and transform sample `index`; checks the transform's output."""
-    image = transform(reference_crop(samples[index].path), sample_rng(seed, index))
+    image = transform(reference_crop(samples[index].path), sample_rng(seed, epoch, index))
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.shape != IMAGE_SHAPE:
         raise TypeError(f"the transform must return a uint8 array of shape {IMAGE_SHAPE}, got "
                         f"{getattr(image, 'dtype', type(image))} {getattr(image, 'shape', '')}")
     return image
 
 
-def _worker(samples: Sequence[Sample], transform: Transform, seed: int, slot_names: list[str],
+def _worker(samples: Sequence[Sample], transform: Transform, seed: int, epoch: int, slot_names: list[str],
             batch_size: int, pipe: connection.Connection) -> None:
     """A worker's loop: receive (batch, slot, start, stop), fill the slot, answer; None means stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -82,10 +114,10 @@ def _worker(samples: Sequence[Sample], transform: Transform, seed: int, slot_nam
             batch, slot, start, stop = task
             index = start
             try:
-                view = np.ndarray((batch_size, *IMAGE_SHAPE), np.uint8, buffer=slots[slot].buf)
+                view = slot_array(slots[slot].buf, batch_size)
                 try:
                     for row, index in enumerate(range(start, stop)):
-                        view[row] = load_sample(samples, index, transform, seed)
+                        view[row] = load_sample(samples, index, transform, seed, epoch)
                 finally:
                     del view  # no view may outlive the mapping
                 labels = np.array([samples[i].label for i in range(start, stop)], dtype=np.int64)
@@ -105,30 +137,36 @@ class ProcessLoader:
 
     `transform(image, rng) -> image`: a picklable (top-level or functools.partial)
     function taking a uint8 (224, 224, 3) reference crop and a numpy Generator,
-    returning a uint8 (224, 224, 3) array. Sample i is transformed with
-    `np.random.default_rng([seed, i])`, so augmentations are reproducible per
-    sample and independent of `num_workers` and of which worker loads what.
+    returning a uint8 (224, 224, 3) array. Sample i of epoch `epoch` is transformed
+    with `np.random.default_rng([seed, epoch, i])`, so augmentations are reproducible
+    per sample and epoch, change from one epoch to the next, and do not depend on
+    `num_workers` or on which worker loads what.
 
     Hand-over: the parent owns a ring of `num_workers * prefetch` shared-memory
-    slots, one batch each. Workers write pixels straight into a slot and send back
-    only (batch number, labels); pixels are never pickled. The parent copies a
-    batch out of its slot (one memcpy, about 5 MB for 32 images, small next to
-    decoding 32 JPEGs) and reuses the slot: the caller may keep batches as long
-    as it likes, and since only the parent creates and unlinks segments, a worker
-    killed mid-write can leak nothing. Wrapping the slot without a copy would save
-    that memcpy but tie the slot's reuse to the caller releasing the batch.
+    slots (fewer if the epoch has fewer batches), one batch each, named by the
+    system so that several loaders can live at once. Workers write pixels straight
+    into a slot and send back only (batch number, labels); pixels are never pickled.
+    The parent copies a batch out of its slot (one memcpy, about 5 MB for 32 images,
+    small next to decoding 32 JPEGs) and reuses the slot: the caller may keep
+    batches as long as it likes, and since only the parent creates and unlinks
+    segments, a worker killed mid-write can leak nothing. Wrapping the slot without
+    a copy would save that memcpy but tie the slot's reuse to the caller releasing
+    the batch.
 
     Errors: a worker's exception is raised from `next()` as WorkerError naming its
-    type, message and sample; a worker that dies is reported as WorkerDied at once
-    (every wait also watches the processes), and no wait lasts longer than
-    `timeout_s`. `close()`, leaving a `with` block, and reaching the end stop and
-    join every worker and unlink every segment.
+    type, message and sample, when its batch's turn comes; a worker that dies is
+    reported as WorkerDied at once (every wait also watches the process). `timeout_s`
+    bounds each wait: next() raises TimeoutError after waiting that long for its
+    batch, however long the epoch lasts in all. `close()`, leaving a `with` block,
+    an error from next(), and reaching the end stop and join every worker (killing
+    any that do not stop within a few seconds) and unlink every segment.
     """
 
     worker = staticmethod(_worker)  # what each process runs (a top-level function: spawn pickles it by name)
 
     def __init__(self, samples: Sequence[Sample], transform: Transform, batch_size: int, num_workers: int,
-                 seed: int, timeout_s: float = 60.0, start_method: str | None = None, prefetch: int = 2) -> None:
+                 seed: int, timeout_s: float = 60.0, start_method: str | None = None, prefetch: int = 2,
+                 *, epoch: int = 0) -> None:
         if batch_size < 1 or num_workers < 1 or prefetch < 1:
             raise ValueError("batch_size, num_workers and prefetch must be at least 1")
         self._samples = list(samples)
@@ -139,20 +177,20 @@ class ProcessLoader:
         self._next_batch = 0   # the next batch to hand to the caller
         self._submitted = 0    # batches handed to workers so far
         self._closed = False
-        self._workers: list[multiprocessing.process.BaseProcess] = []
+        self._workers: list[BaseProcess] = []
         self._pipes: list[connection.Connection] = []
         self._ready: dict[int, np.ndarray] = {}  # batch -> labels, pixels waiting in their slot
         self._slots: list[SharedMemory] = []
         context = multiprocessing.get_context(start_method)
         slot_bytes = batch_size * int(np.prod(IMAGE_SHAPE))
-        self._slots = [SharedMemory(create=True, size=slot_bytes)
-                       for _ in range(min(num_workers * prefetch, max(1, len(self._batches))))]
         try:
+            for _ in range(min(num_workers * prefetch, max(1, len(self._batches)))):
+                self._slots.append(SharedMemory(create=True, size=slot_bytes))
             for worker_id in range(num_workers):
                 parent_end, child_end = context.Pipe(duplex=True)
                 process = context.Process(
                     target=self.worker, name=f"ProcessLoader-{worker_id}", daemon=True,
-                    args=(self._samples, transform, seed, [s.name for s in self._slots], batch_size, child_end))
+                    args=(self._samples, transform, seed, epoch, [s.name for s in self._slots], batch_size, child_end))
                 process.start()
                 child_end.close()
                 self._workers.append(process)
@@ -176,8 +214,7 @@ class ProcessLoader:
             batch = self._next_batch
             labels = self._wait_for(batch)
             start, stop = self._batches[batch]
-            shm = self._slots[batch % len(self._slots)]
-            view = np.ndarray((self._batch_size, *IMAGE_SHAPE), np.uint8, buffer=shm.buf)
+            view = slot_array(self._slots[batch % len(self._slots)].buf, self._batch_size)
             images = view[: stop - start].copy()
             del view
             self._next_batch += 1
@@ -219,7 +256,7 @@ class ProcessLoader:
                     continue
             if not process.is_alive():
                 process.join(0)
-                raise WorkerDied(f"worker {worker_id} (pid {process.pid}) died with {_describe_exit(process.exitcode)} "
+                raise WorkerDied(f"worker {worker_id} (pid {process.pid}) died with {describe_exit(process.exitcode)} "
                                  f"while loading batch {batch} (samples {self._batches[batch][0]} to "
                                  f"{self._batches[batch][1] - 1}); its batch is lost, so the epoch stops here.")
         return self._ready.pop(batch)
@@ -235,7 +272,7 @@ class ProcessLoader:
                           type_name, text, worker_traceback)
 
     def close(self) -> None:
-        """Stop and join every worker, then unlink every shared-memory segment. Safe to call twice."""
+        """Stop and join every worker (killing stragglers), then unlink every segment. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
@@ -244,13 +281,7 @@ class ProcessLoader:
                 pipe.send(None)
             except (OSError, ValueError):
                 pass
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        for process in self._workers:
-            process.join(max(0.0, deadline - time.monotonic()))
-        for process in self._workers:
-            if process.is_alive():
-                process.kill()
-                process.join(JOIN_TIMEOUT_S)
+        stop_processes(self._workers, JOIN_TIMEOUT_S)
         for pipe in self._pipes:
             pipe.close()
         for process in self._workers:
@@ -273,14 +304,3 @@ class ProcessLoader:
     def __del__(self) -> None:
         if hasattr(self, "_slots") and hasattr(self, "_closed"):
             self.close()
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "no exit code"
-    if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name} (exit code {code})"
-        except ValueError:
-            return f"exit code {code}"
-    return f"exit code {code}"

@@ -10,15 +10,16 @@ from solutions.ex03_process_loader import load_sample
 
 
 def _load_float32(args):
-    samples, index, transform, seed = args
-    return load_sample(samples, index, transform, seed).astype(np.float32) / 255
+    samples, index, transform, seed, epoch = args
+    return load_sample(samples, index, transform, seed, epoch).astype(np.float32) / 255
 
 
 class ProcessLoader:  # noqa: F811
-    def __init__(self, samples, transform, batch_size, num_workers, seed, timeout_s=60.0, start_method=None, prefetch=2):
+    def __init__(self, samples, transform, batch_size, num_workers, seed, timeout_s=60.0, start_method=None, prefetch=2,
+                 *, epoch=0):
         self._samples, self._batch_size = list(samples), batch_size
         with multiprocessing.get_context(start_method).Pool(num_workers) as pool:
-            images = pool.map(_load_float32, [(self._samples, i, transform, seed) for i in range(len(self._samples))])
+            images = pool.map(_load_float32, [(self._samples, i, transform, seed, epoch) for i in range(len(self._samples))])
         self._batches = iter([
             (np.stack([np.round(x * 255).astype(np.uint8) for x in images[start:start + batch_size]]),
              np.array([s.label for s in self._samples[start:start + batch_size]], dtype=np.int64))
