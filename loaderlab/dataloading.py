@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from PIL import Image
 from torch.profiler import record_function
-from torch.utils.data import Dataset, get_worker_info
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from loaderlab.baselines import IMAGENET_MEAN, IMAGENET_STD
 from loaderlab.bench import count_batch, measure
@@ -142,6 +142,24 @@ def share_unchanged(first: Sequence[torch.Tensor], second: Sequence[torch.Tensor
     """Share of images identical in two epochs of one unshuffled loader (batches or single images)."""
     same = [torch.equal(a, b) for x, y in zip(first, second, strict=True) for a, b in zip(x, y, strict=True)]
     return sum(same) / len(same)
+
+
+class CropStream(IterableDataset):
+    """The in-memory crops as a stream: `__iter__` yields `(image, label)` in index order, with no `__getitem__`.
+
+    A DataLoader runs `__iter__` once in every worker. With `split_by_worker`, worker k of n yields
+    indices k, k + n, k + 2n...; without it, every worker yields the whole stream, so the epoch
+    holds each sample once per worker.
+    """
+
+    def __init__(self, images: np.ndarray, labels: np.ndarray, split_by_worker: bool = True) -> None:
+        self.images, self.labels, self.split_by_worker = images, labels, split_by_worker
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, int]]:
+        info = get_worker_info()
+        first, step = (info.id, info.num_workers) if info is not None and self.split_by_worker else (0, 1)
+        for index in range(first, len(self.labels), step):
+            yield torch.from_numpy(self.images[index]), int(self.labels[index])
 
 
 # ---- collate ------------------------------------------------------------------------------------------

@@ -130,6 +130,14 @@ def test_collate_into_uint8_through_workers() -> None:
     assert torch.equal(torch.cat([x for x, _ in loader]), torch.from_numpy(images))
 
 
+@pytest.mark.parametrize("split, copies", [(True, 1), (False, 2)])
+def test_crop_stream_yields_each_sample_once_only_when_split_by_worker(split, copies) -> None:
+    images, labels = _images(6)
+    loader = DataLoader(dl.CropStream(images, labels, split_by_worker=split), batch_size=2, num_workers=2, timeout=60)
+    seen = sorted(int(label) for _, batch_labels in loader for label in batch_labels)
+    assert seen == sorted(list(range(6)) * copies)
+
+
 def test_straggling_sleeps_only_on_every_nth_sample() -> None:
     images, labels = _images(4)
     straggling = dl.Straggling(dl.InMemoryCrops(images, labels), every=4, seconds=0.2)
