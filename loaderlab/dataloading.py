@@ -206,9 +206,11 @@ def collate_into_uint8(batch: Sequence[tuple[np.ndarray, int]]) -> tuple[torch.T
     the main process copies nothing more.
     """
     height, width, channels = batch[0][0].shape
-    images = torch.empty((len(batch), channels, height, width), dtype=torch.uint8)
-    if get_worker_info() is not None:
-        images.share_memory_()
+    shape = (len(batch), channels, height, width)
+    if get_worker_info() is None:
+        images = torch.empty(shape, dtype=torch.uint8)
+    else:  # allocated in shared memory from the start, as default_collate does (share_memory_() would copy)
+        images = torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(int(np.prod(shape)))).view(shape)
     out = images.numpy()
     for i, (image, _) in enumerate(batch):
         out[i] = image.transpose(2, 0, 1)
