@@ -90,3 +90,20 @@ def uint8_to_normalised(images: torch.Tensor, mean: np.ndarray, std: np.ndarray)
     mean_t = torch.as_tensor(mean).view(1, 3, 1, 1)
     std_t = torch.as_tensor(std).view(1, 3, 1, 1)
     return (images.float() / 255 - mean_t) / std_t
+
+
+class WorkerSeeds(Dataset):
+    """Item i is (i, worker id, process id, `get_worker_info().seed`, a coin flip from `self.rng`):
+    which process loaded a sample, with which seed, and the "augmentation" it drew."""
+
+    def __init__(self, size: int, seed: int = 0) -> None:
+        self.size = size
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[int, int, int, int, int]:
+        info = get_worker_info()
+        worker, seed = (-1, -1) if info is None else (info.id, info.seed)
+        return index, worker, os.getpid(), seed, int(self.rng.random() < 0.5)
