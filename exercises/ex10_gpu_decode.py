@@ -1,0 +1,99 @@
+"""Exercise 10: decode on the device. Workers read raw JPEG bytes from module 06's shards; the device decodes.
+
+`gpu_decode_loader(shard_dir, batch_size, device, num_workers)` yields batches of uint8
+(N, 3, 224, 224) centre crops and int64 labels on `device`. DataLoader workers only read the shards
+(bytes, cheap to send between processes); each batch is decoded in ONE call of
+`loaderlab.device.decode_jpegs` (nvJPEG on a CUDA GPU: the whole batch at once; the CPU's decoder
+elsewhere), then resized and centre-cropped where it was decoded. Without a GPU the same code runs
+on the CPU: right, but not fast (one process decodes); it pays where a device decodes.
+
+The shards are those of exercise 08, read with the course's reference `ShardDataset` (so this exercise
+does not depend on your exercise 08; yours works too if it passes its grader).
+
+The grader checks, on every machine: every sample once, in written order with 0 or 1 workers, the last
+partial batch kept, bytes and labels unchanged; pixels within 2.0 levels on average (6.0 for any image)
+of `loaderlab.images.reference_crop`; one decode call per batch, in this process; `num_workers` worker
+processes; clear errors for a missing folder, a truncated shard and a sample that is not a JPEG; nothing
+left running. Then, on a CUDA GPU only, the speed against an exercise-04-style CPU loader with the same
+workers (skipped, with the reason, elsewhere).
+Grade: `pytest grader/test_ex10_gpu_decode.py`. Hints: `make hint EX=ex10`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from torch.utils.data import DataLoader  # noqa: F401  (you will need these)
+from torchvision.transforms.v2 import functional as F  # noqa: F401
+
+from loaderlab.device import decode_jpegs, default_device  # noqa: F401
+from loaderlab.images import CROP, RESIZE  # noqa: F401
+from solutions.ex08_shards import ShardDataset, ShardSample  # noqa: F401
+
+WORKER_TIMEOUT_S = 120.0  # a worker silent for this long is an error, not a reason to wait forever
+
+
+class RawBatch(NamedTuple):
+    """One batch as the workers send it: encoded bytes, labels and keys, in the same order."""
+
+    jpegs: list[bytes]
+    labels: torch.Tensor  # int64 (N,)
+    keys: list[str]       # "circles/circles_000003": names a sample in error messages
+
+
+def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> Iterator[RawBatch]:
+    """The raw bytes of every sample in the shards, as `RawBatch`es of `batch_size` (the last may be shorter).
+
+    Contract (the grader checks each point):
+    - every sample exactly once; with `num_workers` 0 or 1 in written order (with more, each worker
+      reads its own shards in order and the DataLoader takes their chunks in turn);
+    - every batch full except the last, which is kept;
+    - `num_workers` DataLoader worker processes read the shards, and send bytes, never pixels;
+    - a missing folder, or a truncated shard, raises an error naming it.
+    """
+    # TODO(ex10a): a DataLoader over ShardDataset(shard_dir, shuffle=False) with num_workers workers (and a
+    # timeout when there are workers). The default collate cannot stack bytes: give it a collate_fn (a
+    # top-level function, so spawn can pickle it) that keeps a chunk as lists of bytes, labels and keys.
+    # Each worker ends on a partial chunk of its own, so do not yield the chunks as they come: gather
+    # them and cut batches of batch_size here; after the loop, yield what is left.
+    raise NotImplementedError("TODO(ex10a) in exercises/ex10_gpu_decode.py: read_batches")
+
+
+def resize_center_crop(image: torch.Tensor) -> torch.Tensor:
+    """A uint8 (3, H, W) image, on any device: the short side resized to 256 (bilinear, antialiased, aspect
+    ratio kept), then the centre 224 x 224. Within 2.0 levels on average of `reference_crop`."""
+    # TODO(ex10b): torchvision.transforms.v2.functional works on tensors on any device: resize with a
+    # single size (that is the short side: the other follows the aspect ratio), antialias=True, then a
+    # centre crop. It stays uint8 and on the image's device.
+    raise NotImplementedError("TODO(ex10b) in exercises/ex10_gpu_decode.py: resize_center_crop")
+
+
+def decode_batch(jpegs: Sequence[bytes], device: torch.device | str, names: Sequence[str] | None = None) -> torch.Tensor:
+    """Decode a batch of JPEGs on `device` in ONE call of `decode_jpegs`, crop each: uint8 (N, 3, 224, 224) there.
+
+    `names` (the samples' keys) go to `decode_jpegs`, which names a sample that does not decode.
+    """
+    # TODO(ex10c): one decode_jpegs call for the whole list (nvJPEG decodes a list far faster than one
+    # image per call), then resize_center_crop each image (they differ in size, so they cannot be
+    # stacked before) and stack the crops.
+    raise NotImplementedError("TODO(ex10c) in exercises/ex10_gpu_decode.py: decode_batch")
+
+
+def gpu_decode_loader(shard_dir: Path | str, batch_size: int = 64, device: torch.device | str | None = None,
+                      num_workers: int = 2) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Batches of (uint8 (N, 3, 224, 224) centre crops, int64 (N,) labels) on `device`, from the shards.
+
+    Contract (the grader checks each point):
+    - every sample once, the order and batches of `read_batches`, labels kept, both tensors on `device`
+      (None: `default_device()`, the accelerator if there is one);
+    - decoded in this process, one `decode_jpegs` call per batch; a sample that does not decode raises
+      an error naming its key (never a silent skip);
+    - stopping early (closing the generator, or dropping it) stops the workers.
+    """
+    # TODO(ex10d): read_batches, then decode_batch each batch on the device with its keys as names, and
+    # move the labels there too. Close the batches you read from in a `finally`, so that a caller who
+    # stops early stops the workers.
+    raise NotImplementedError("TODO(ex10d) in exercises/ex10_gpu_decode.py: gpu_decode_loader")

@@ -1,0 +1,66 @@
+"""Exercise 09: a device prefetcher. Correctness first, on every machine (the values, what crosses the bus, the
+look-ahead, errors and close); then, with a CUDA GPU only, stream hygiene and the timed overlap (skipped, with the
+reason, elsewhere)."""
+
+import pytest
+
+from grader.checks.ex09_device_prefetcher import skip_unless_cuda
+
+EXERCISE = "ex09_device_prefetcher"
+
+
+@pytest.mark.step(1, "normalise on the device")
+def test_batches_match_direct_normalisation(grade):
+    """Every batch once, in order, the last partial one kept; images float32 on the device, bit-identical to
+    images.to(device).float().div(255).sub(mean).div(std) (channels_last when asked); labels int64, unchanged."""
+    grade()
+
+
+@pytest.mark.step(1, "normalise on the device")
+def test_copies_uint8_and_converts_on_the_device(grade):
+    """What crosses .to(device) is the loader's uint8 batch: nothing is converted to float on the host."""
+    grade()
+
+
+@pytest.mark.step(2, "look ahead, errors, close")
+def test_next_copy_is_issued_before_handing_over(grade):
+    """When batch k is handed over, batches up to k+depth-1 are already taken and sent (and not many more)."""
+    grade()
+
+
+@pytest.mark.step(2, "look ahead, errors, close")
+def test_loader_errors_surface_and_close_stops_it(grade):
+    """The loader's exception reaches the caller after the batches before it; close() closes the loader's iterator
+    and a DataLoader's workers stop."""
+    grade()
+
+
+@pytest.mark.step(3, "streams (CUDA only)")
+def test_copies_are_asynchronous_from_pinned_memory(grade):
+    """CUDA: every copy comes from pinned memory, with non_blocking=True, on a stream other than the caller's."""
+    skip_unless_cuda()
+    grade()
+
+
+@pytest.mark.step(3, "streams (CUDA only)")
+def test_no_race_under_cuda_sanitizer(grade):
+    """CUDA: PyTorch's CUDA sanitizer finds no unsynchronised access between the side stream and the caller's."""
+    skip_unless_cuda()
+    grade()
+
+
+@pytest.mark.step(3, "streams (CUDA only)")
+def test_buffers_outlive_the_compute_that_reads_them(grade):
+    """CUDA: a batch dropped while the caller's kernels on it are still queued is not overwritten by the next copy."""
+    skip_unless_cuda()
+    grade()
+
+
+@pytest.mark.step(4, "speed (CUDA only)")
+@pytest.mark.throughput
+@pytest.mark.timeout_s(300)
+def test_overlap_beats_copy_then_compute(grade):
+    """CUDA: with a step as long as one batch's copy, the prefetcher gives at least 1.5x the images/s of copying
+    each batch, then computing (provisional target, not yet calibrated on a GPU)."""
+    skip_unless_cuda()
+    grade()

@@ -1,0 +1,54 @@
+"""Exercise 10: decoding on the device. Correctness first, on every machine (bytes from the shards, pixels, one decode
+call per batch, the loader, bad shards); then, with a CUDA GPU only, the speed against CPU workers (skipped, with the
+reason, elsewhere)."""
+
+import pytest
+
+from grader.checks.ex09_device_prefetcher import skip_unless_cuda
+
+EXERCISE = "ex10_gpu_decode"
+
+
+@pytest.mark.step(1, "raw bytes from the shards")
+def test_raw_batches_keep_order_and_every_sample(grade):
+    """read_batches: every sample once as its file's bytes with its label; written order with no workers; every
+    batch full except the last, which is kept; with 0 and 2 workers."""
+    grade()
+
+
+@pytest.mark.step(2, "decode and crop on the device")
+def test_decoded_crops_match_reference(grade):
+    """decode_batch gives uint8 (N, 3, 224, 224) on the device, within 2.0 levels on average (6.0 for any image)
+    of the reference 256-resize + 224 centre crop."""
+    grade()
+
+
+@pytest.mark.step(2, "decode and crop on the device")
+def test_decodes_each_batch_in_one_call(grade):
+    """decode_batch decodes a batch in one call of loaderlab.device.decode_jpegs, never one image per call."""
+    grade()
+
+
+@pytest.mark.step(3, "the loader")
+@pytest.mark.timeout_s(180)
+def test_loader_yields_device_batches_in_order(grade):
+    """gpu_decode_loader: batches on the device, in written order with no workers, every sample once with 2; exactly
+    num_workers worker processes; one decode call per batch in this process; nothing left running after an early stop."""
+    grade()
+
+
+@pytest.mark.step(3, "the loader")
+def test_bad_shards_raise_clear_errors(grade):
+    """A folder with no shards, a truncated shard (with 0 and 2 workers) and a sample that is not a JPEG raise errors
+    naming the folder, the shard or the sample; never a silent short epoch."""
+    grade()
+
+
+@pytest.mark.step(4, "speed (CUDA only)")
+@pytest.mark.throughput
+@pytest.mark.timeout_s(300)
+def test_device_decode_beats_cpu_workers(grade):
+    """CUDA: with 2 workers each, decoding on the GPU gives at least 2x the images/s of the exercise-04 loader decoding
+    in CPU workers (provisional target, not yet calibrated on a GPU)."""
+    skip_unless_cuda()
+    grade()

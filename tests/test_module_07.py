@@ -1,0 +1,152 @@
+"""Module 07 (feeding the GPU): the decoder adapter and measuring helpers in loaderlab.device, the rules its graders
+follow without a GPU (CUDA-only checks skipped with a reason, CUDA-only planted defects marked), and no TensorFlow on
+its path. What needs a GPU is not tested here."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import subprocess
+import sys
+import tomllib
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from grader.checks import ex09_device_prefetcher, ex10_gpu_decode
+from loaderlab import device
+from loaderlab.images import CorruptImage, list_samples
+from loaderlab.paths import REPO_ROOT, dataset_dir
+from loaderlab.trace import Tracer
+
+EXERCISES = {"ex09_device_prefetcher": ex09_device_prefetcher, "ex10_gpu_decode": ex10_gpu_decode}
+
+
+def _jpegs(count: int) -> list[bytes]:
+    return [s.path.read_bytes() for s in list_samples(dataset_dir() / "train")[:count]]
+
+
+def test_decode_jpegs_decodes_a_batch_as_pillow_does() -> None:
+    data = _jpegs(3)
+    images = device.decode_jpegs(data, "cpu")
+    assert len(images) == 3
+    for image, jpeg in zip(images, data):
+        pillow = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB")).transpose(2, 0, 1)
+        assert image.dtype == torch.uint8 and tuple(image.shape) == pillow.shape
+        assert np.abs(image.numpy().astype(int) - pillow).mean() < 0.5
+    assert device.decode_jpegs([], "cpu") == []
+
+
+def test_decode_jpegs_names_the_sample_that_does_not_decode() -> None:
+    good = _jpegs(1)[0]
+    with pytest.raises(CorruptImage, match="circles/broken"):
+        device.decode_jpegs([good, b"<html>not found</html>"], "cpu", names=["circles/fine", "circles/broken"])
+    with pytest.raises(CorruptImage, match="empty file"):
+        device.decode_jpegs([b""], "cpu")
+    with pytest.raises(ValueError, match="names"):
+        device.decode_jpegs([good], "cpu", names=["a", "b"])
+
+
+def test_the_adapter_says_which_decoder_it_uses() -> None:
+    said = device.jpeg_decoder("cpu")
+    assert ("torchvision" in said or "Pillow" in said) and "CPU" in said
+
+
+def test_without_cuda_there_is_a_reason_to_print() -> None:
+    reason = device.cuda_missing_reason()
+    assert (reason is None) == torch.cuda.is_available()
+    if reason:
+        assert "CUDA" in reason and torch.__version__ in reason
+    assert device.default_device().type in ("cuda", "mps", "cpu")
+    assert device.describe_device("cpu").startswith("CPU")
+
+
+def test_batched_crop_and_flip_equal_the_per_sample_ones() -> None:
+    generator = torch.Generator().manual_seed(3)
+    batch = torch.randint(0, 256, (6, 3, 40, 50), dtype=torch.uint8, generator=generator)
+    tops, lefts, flips = device.crop_flip_draws(6, 40, 50, 32, generator)
+    per_sample = device.crop_flip_per_sample(batch.permute(0, 2, 3, 1).numpy(), 32, tops, lefts, flips)
+    batched = device.crop_flip_batch(batch, 32, tops, lefts, flips)
+    assert np.array_equal(per_sample, batched.permute(0, 2, 3, 1).numpy())
+    assert flips.any() and not flips.all()  # the seed draws both, so both paths are exercised
+
+
+def test_the_emulated_timeline_overlaps_copies_with_steps() -> None:
+    serial, overlapped = Tracer(), Tracer()
+    serial_s = device.emulated_copy_compute(4, copy_ms=30, step_ms=30, overlap=False, tracer=serial)
+    overlapped_s = device.emulated_copy_compute(4, copy_ms=30, step_ms=30, overlap=True, tracer=overlapped)
+    assert overlapped_s < 0.85 * serial_s
+    for tracer in (serial, overlapped):
+        assert sorted({s.name for s in tracer.spans}) == ["copy", "step"] and len(tracer.spans) == 8
+
+
+def test_reference_figures_round_trip(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(device, "REFERENCE_DIR", tmp_path)
+    assert device.reference_figures("07") == []
+    path = device.save_reference_figures("07", {"H2D pinned GB/s, 64 MB": 1.5}, "ci", "cpu")
+    (record,) = device.reference_figures("07")
+    assert path.parent == tmp_path and path.name.startswith("07_")
+    assert record["figures"] == {"H2D pinned GB/s, 64 MB": 1.5} and record["torch"] == torch.__version__
+    assert {"device", "date", "profile", "torchvision"} <= set(json.loads(path.read_text()))
+
+
+def test_no_gpu_reference_is_committed_without_its_measurement() -> None:
+    """notebooks/reference/ holds a README and files the notebook wrote on a GPU (each with its device and date)."""
+    for path in (REPO_ROOT / "notebooks" / "reference").glob("*.json"):
+        record = json.loads(path.read_text())
+        assert {"device", "torch", "date", "figures"} <= set(record), f"{path.name} lacks what says where it was measured"
+
+
+def test_module_07_imports_no_tensorflow() -> None:
+    code = ("import sys, loaderlab.device, solutions.ex09_device_prefetcher, solutions.ex10_gpu_decode, "
+            "exercises.ex09_device_prefetcher, exercises.ex10_gpu_decode, grader.checks.ex09_device_prefetcher, "
+            "grader.checks.ex10_gpu_decode; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'keras', 'webdataset', 'h5py', 'lmdb')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"module 07 must run on torch, torchvision, numpy and Pillow alone: {done.stdout}"
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_cuda_only_checks_are_skipped_with_their_reason(exercise: str) -> None:
+    """A CUDA-only check's test skips itself (with the reason) where there is no GPU; the others never do."""
+    tests = __import__(f"grader.test_{exercise}", fromlist=["*"])
+    cuda_only = set(EXERCISES[exercise].CUDA_ONLY)
+    for name, function in vars(tests).items():
+        if name.startswith("test_"):
+            skips = "skip_unless_cuda()" in inspect.getsource(function)
+            assert skips == (name.removeprefix("test_") in cuda_only), f"{name}: skip_unless_cuda() iff CUDA-only"
+    assert cuda_only <= {n.removeprefix("test_") for n in vars(tests) if n.startswith("test_")}
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_planted_defects_that_need_cuda_say_so(exercise: str) -> None:
+    """A planted folder whose check needs CUDA carries `needs = "cuda"`; every other one is caught on any machine."""
+    cuda_only = set(EXERCISES[exercise].CUDA_ONLY)
+    folders = [p for p in (REPO_ROOT / "tests" / "planted").glob(f"{exercise[:4]}_*") if p.is_dir()]
+    assert folders
+    for folder in folders:
+        spec = tomllib.loads((folder / "expect.toml").read_text())
+        checks = {spec.get(table, {}).get("check") for table in ("caught_by", "too_slow")} - {None}
+        needs_cuda = bool(checks & cuda_only)
+        assert (spec.get("needs") == "cuda") == needs_cuda, f"{folder.name}: needs = \"cuda\" iff its check is CUDA-only"
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_every_check_has_a_hint(exercise: str) -> None:
+    tests = __import__(f"grader.test_{exercise}", fromlist=["*"])
+    checks = {n.removeprefix("test_") for n in vars(tests) if n.startswith("test_")}
+    hints = tomllib.loads((REPO_ROOT / "grader" / "hints" / f"{exercise}.toml").read_text())
+    assert set(hints["checks"]) == checks
+    assert hints["notebook"] == "07_feeding_the_gpu" and len(hints["hints"]) >= 3
+
+
+def test_notebook_07_labels_gpu_figures_and_says_when_there_are_none() -> None:
+    cells = json.loads((REPO_ROOT / "notebooks" / "07_feeding_the_gpu.ipynb").read_text())["cells"]
+    source = "".join("".join(c["source"]) for c in cells)
+    assert "measured on {r['device']}" in source and "No GPU reference has been measured yet" in source
+    assert "[skipped]" in source and "dev.cuda_missing_reason()" in source
+    assert "import tensorflow" not in source
