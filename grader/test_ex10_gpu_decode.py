@@ -7,6 +7,7 @@ import pytest
 from grader.checks.ex09_device_prefetcher import skip_unless_cuda
 
 EXERCISE = "ex10_gpu_decode"
+pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make test`
 
 
 @pytest.mark.step(1, "raw bytes from the shards")
