@@ -1,19 +1,17 @@
-"""Exercise 01: measure where the time goes, then fix the sequential loader.
+"""Exercise 01: measure where the time goes, then a sequential loader that is right first and fast second.
 
-(a) `profile_stages` and `find_bottleneck`: time each stage of a pipeline and
-    name the slowest. Profile before you tune.
-(b) `load_batches`: a sequential batch loader that
-    - yields (uint8 (N, 224, 224, 3) images, int64 (N,) labels), the same
-      centre crops as `loaderlab.images.reference_crop` (256 short side, then
-      224 centre) within a mean absolute difference of 2 levels per image
-      (6 at worst), in sample order;
-    - skips files that do not decode (truncated, empty, not a JPEG), appends
-      `Skipped(path, reason)` for each to `skipped` and logs it: never a silent
-      loss, never a None in a batch; a missing file is a wrong path and raises;
-    - keeps every batch full except the last;
-    - applies the cheap wins (uint8, JPEG draft mode, crop and resize in one
-      call) to run at least 1.5x the naive loop in `loaderlab.baselines`.
-Grade: `pytest grader/test_ex01_profile_and_fix.py`. Hints: `make hint EX=ex01`.
+Four steps; the grader reports each one, so you can stop after any step with something that passes it.
+
+1. Profile the stages (`profile_stages`, `find_bottleneck`): time each stage of a pipeline and name
+   the slowest. Profile before you tune, or you will speed up the wrong stage.
+2. Right on clean data (`load_batches`): batches of the reference centre crops, in sample order.
+3. Bad files reported (`load_batches`): skip what does not decode, say which and why; never lose a
+   file silently, never hide a wrong path.
+4. Speed (`load_batches`): the cheap wins, without threads, processes or caches, at least 1.5x the
+   naive loop of `loaderlab.baselines`.
+
+Notebook 01 measures every idea used here. Grade: `pytest grader/test_ex01_profile_and_fix.py`.
+Hints, from a nudge to nearly the answer: `make hint EX=ex01 LEVEL=1` (then 2, 3, ...).
 """
 
 from __future__ import annotations
@@ -29,19 +27,26 @@ from loaderlab.images import Sample
 
 
 def profile_stages(stages: Sequence[tuple[str, Callable[[Any], Any]]], inputs: Iterable[Any]) -> dict[str, float]:
-    """Feed each input through the stages in order (each stage gets the previous one's output).
+    """Feed each input through the stages in order and return the seconds spent in each stage.
 
-    Returns the total seconds spent in each stage, keyed by stage name, in stage order.
+    Contract (the grader checks each point):
+    - `stages` is a list of (name, function) pairs, any number of them; `inputs` is any iterable
+      (a list, a generator: read it once);
+    - each stage is called exactly once per input, on the previous stage's output (the first
+      stage on the input itself);
+    - the result maps every stage name to its total wall-clock seconds over all inputs, in stage
+      order: a stage that waits (on storage, on a lock) counts as much as one that computes.
     """
-    # TODO(ex01a): for each input, call each stage on the previous stage's output,
-    # timing each call with time.perf_counter() and adding it to that stage's total.
-    raise NotImplementedError("TODO(ex01a) in exercises/ex01_profile_and_fix.py: profile_stages")
+    # TODO(step 1): time every stage call on its own and add it to that stage's total. Why: one
+    # time per input tells you the loader is slow; a total per stage tells you what to fix.
+    raise NotImplementedError("TODO(step 1) in exercises/ex01_profile_and_fix.py: profile_stages")
 
 
 def find_bottleneck(seconds_by_stage: Mapping[str, float]) -> str:
-    """The name of the stage that took the most time."""
-    # TODO(ex01a): return the key with the largest value.
-    raise NotImplementedError("TODO(ex01a) in exercises/ex01_profile_and_fix.py: find_bottleneck")
+    """The name of the stage that took the most time; on a tie, the first of the tied stages in order."""
+    # TODO(step 1): name the stage with the largest total. Ties go to the earliest stage, so the
+    # same profile always names the same stage.
+    raise NotImplementedError("TODO(step 1) in exercises/ex01_profile_and_fix.py: find_bottleneck")
 
 
 @dataclass(frozen=True)
@@ -55,12 +60,35 @@ class Skipped:
 def load_batches(
     samples: Sequence[Sample], batch_size: int = 32, skipped: list[Skipped] | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield (uint8 (N, 224, 224, 3) centre crops, int64 (N,) labels) in sample order.
+    """Yield (images, labels) batches of `samples`, in sample order.
 
-    Unreadable files are skipped, appended to `skipped` with the reason, and logged;
-    batches stay full except the last.
+    Contract (the grader checks each point):
+    - step 2: images are uint8 arrays (N, 224, 224, 3), RGB: the centre crops of
+      `loaderlab.images.reference_crop` (short side resized to 256, then the centre 224x224),
+      within 2.5 levels of 255 on average over the images and 10 for any one image. Each image
+      is compared at its best alignment with the reference, in half-pixel steps up to 1.5
+      pixels, so a crop placed a fraction of a pixel differently is fine. Labels are int64
+      arrays (N,). Every batch holds `batch_size` images except the last, which is yielded even
+      when short; no batch is empty. Any batch_size from 1 up works, also one larger than the
+      number of samples.
+    - step 3: a file that does not decode (truncated, empty, a bad header, not an image) is
+      skipped: no batch gets a hole, a None or a stand-in for it. Each one is logged as a warning
+      (the `logging` module, WARNING or above) naming the file and the reason, and, when
+      `skipped` is a list, appended to it as `Skipped(path, reason)`. With `skipped=None` (the
+      default) the log is the only report. A file that does not exist raises FileNotFoundError.
+    - step 4: at least 1.5x the naive loop's images/s, from cheaper decoding in the calling
+      thread: no threads or processes (modules 02 and 03), and no cache between calls (every
+      call reads and decodes the files as they are now).
     """
-    # TODO(ex01b): decode each sample cheaply (see the module docstring), catch
-    # the errors a bad file raises (not FileNotFoundError), record Skipped(path,
-    # reason), and yield np.stack-ed batches of batch_size.
-    raise NotImplementedError("TODO(ex01b) in exercises/ex01_profile_and_fix.py: load_batches")
+    # TODO(step 2): decode each sample to its centre crop (reference_crop is right, and slow:
+    # step 4 replaces it), and fill batches with the crops as they come. Counting the images you
+    # hold, rather than the samples you have read, is what keeps batches full once step 3 skips
+    # some.
+    # TODO(step 3): some files in a real dataset do not decode. Skip each one and report it, then
+    # go on with the next file. Let a missing file raise: a wrong path is a bug in the sample list,
+    # and skipping it would hide the bug.
+    # TODO(step 4): profile your loader with your profile_stages, then make the slowest stage cheaper:
+    # stay in uint8, let the JPEG decoder skip the pixels the resize would throw away, and resample
+    # once, from the decoded image straight to 224x224. Notebook 01, section 3 measures each win.
+    raise NotImplementedError("TODO(step 2) in exercises/ex01_profile_and_fix.py: load_batches "
+                              "(steps 3 and 4 are TODOs in the same function)")

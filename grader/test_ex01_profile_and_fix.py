@@ -1,35 +1,77 @@
-"""Exercise 01: profile first, then a sequential loader that is right on dirty data, then faster."""
+"""Exercise 01: profile first, then a sequential loader that is right on clean data, then on dirty data, then faster."""
 
 import pytest
 
 EXERCISE = "ex01_profile_and_fix"
 
+PROFILE = (1, "profile the stages")
+CLEAN = (2, "right on clean data")
+DIRTY = (3, "bad files reported")
+SPEED = (4, "speed: cheap wins")
 
+
+@pytest.mark.step(*PROFILE)
 def test_profile_times_each_stage(grade):
-    """profile_stages chains the stages and times each one: known sleep costs come back within 20-30%."""
+    """profile_stages times each stage on a wall clock: known sleep costs come back within 20-30%."""
     grade()
 
 
+@pytest.mark.step(*PROFILE)
+def test_profile_handles_any_pipeline(grade):
+    """profile_stages takes any number of stages and any iterable of inputs, calls each stage once per input on the
+    previous stage's output, and returns every stage name in stage order."""
+    grade()
+
+
+@pytest.mark.step(*PROFILE)
 def test_bottleneck_is_named(grade):
-    """find_bottleneck names the slowest stage, wherever it sits in the pipeline."""
+    """find_bottleneck names the slowest stage, wherever it sits; on a tie, the first of the tied stages."""
     grade()
 
 
+@pytest.mark.step(*CLEAN)
 def test_batches_match_reference(grade):
     """load_batches gives uint8 (N, 224, 224, 3) centre crops equal to the reference, labels in order, last batch kept."""
     grade()
 
 
+@pytest.mark.step(*CLEAN)
+def test_batch_sizes_at_the_edges(grade):
+    """Batch sizes of 1, one that divides the sample count, one that does not, and one larger than it: all right."""
+    grade()
+
+
+@pytest.mark.step(*DIRTY)
 def test_dirty_files_are_skipped_and_reported(grade):
     """On the dirty split, every broken file is skipped and reported once with a reason; the rest load in order."""
     grade()
 
 
+@pytest.mark.step(*DIRTY)
+def test_bad_files_anywhere(grade):
+    """Broken files first, last, between batches and several in a row: each reported, batches full, none lost."""
+    grade()
+
+
+@pytest.mark.step(*DIRTY)
+def test_logs_each_skip_without_a_list(grade):
+    """With skipped=None (the default), each broken file is still skipped, and logged as a warning naming it."""
+    grade()
+
+
+@pytest.mark.step(*DIRTY)
 def test_missing_file_raises(grade):
     """A path that does not exist raises FileNotFoundError instead of being skipped."""
     grade()
 
 
+@pytest.mark.step(*SPEED)
+def test_sequential_and_uncached(grade):
+    """Each call decodes every file afresh, in the calling thread: no cache between calls, no threads or processes."""
+    grade()
+
+
+@pytest.mark.step(*SPEED)
 @pytest.mark.throughput
 def test_faster_than_naive(grade):
     """With the cheap wins, the sequential loader runs at least 1.5x the naive loop."""

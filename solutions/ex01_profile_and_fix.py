@@ -29,7 +29,7 @@ def profile_stages(stages: Sequence[tuple[str, Callable[[Any], Any]]], inputs: I
 
 
 def find_bottleneck(seconds_by_stage: Mapping[str, float]) -> str:
-    """The stage that took the most time."""
+    """The stage that took the most time; on a tie, the first of the tied stages (what max() gives)."""
     if not seconds_by_stage:
         raise ValueError("no stages were timed")
     return max(seconds_by_stage, key=seconds_by_stage.__getitem__)

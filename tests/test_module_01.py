@@ -1,0 +1,106 @@
+"""Module 01 as a whole: exercise 01's graded steps, its stub and hints agree; the crop comparison behaves;
+notebooks 00 and 01 state their run time and carry the myth boxes; the quiz is there."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+
+import numpy as np
+import pytest
+
+from grader import quiz
+from grader.checks.ex01_profile_and_fix import ALIGNED_MEAN_TOLERANCE, ALIGNED_WORST_TOLERANCE, crop_distance
+from grader.hints import check_hints
+from loaderlab.paths import REPO_ROOT
+
+EXERCISE = "ex01_profile_and_fix"
+NOTEBOOKS = [REPO_ROOT / "notebooks" / name for name in ("00_setup_and_data.ipynb", "01_sequential_baseline.ipynb")]
+MAX_CELL_LINES = 60
+
+
+def _steps() -> list[tuple[str, int, bool]]:
+    """(check, step, timed) for each check of exercise 01, in file order."""
+    module = importlib.import_module(f"grader.test_{EXERCISE}")
+    found = []
+    for name, function in vars(module).items():
+        if name.startswith("test_"):
+            marks = {mark.name: mark for mark in getattr(function, "pytestmark", [])}
+            assert "step" in marks, f"{name} has no @pytest.mark.step"
+            found.append((name.removeprefix("test_"), int(marks["step"].args[0]), "throughput" in marks))
+    return found
+
+
+def test_steps_run_in_order_from_one_and_the_timed_check_is_last() -> None:
+    steps = _steps()
+    numbers = [step for _, step, _ in steps]
+    assert numbers == sorted(numbers) and sorted(set(numbers)) == list(range(1, max(numbers) + 1))
+    assert all(step == max(numbers) for _, step, timed in steps if timed), "timed checks belong to the last step"
+
+
+def test_every_check_has_its_own_hint() -> None:
+    hints = check_hints(EXERCISE)
+    assert sorted(hints) == sorted(check for check, _, _ in _steps())
+
+
+def test_every_todo_of_the_stub_names_a_graded_step() -> None:
+    stub = (REPO_ROOT / "exercises" / f"{EXERCISE}.py").read_text()
+    steps = {step for _, step, _ in _steps()}
+    todos = {int(n) for n in re.findall(r"TODO\(step (\d)\)", stub)}
+    raised = re.findall(r'NotImplementedError\("TODO\(step (\d)\)', stub)
+    assert todos == steps, f"the stub's TODOs name steps {sorted(todos)}, the grader has {sorted(steps)}"
+    assert raised and all(int(n) in steps for n in raised)
+
+
+def test_crop_distance_forgives_placement_but_not_content() -> None:
+    rng = np.random.default_rng(0)
+    reference = rng.integers(0, 256, (224, 224, 3), dtype=np.uint8)
+    assert crop_distance(reference, reference) == 0
+    one_pixel_off = np.roll(reference, 1, axis=1)
+    assert crop_distance(one_pixel_off, reference) == 0
+    two_pixels_off = np.roll(reference, 2, axis=0)
+    assert crop_distance(two_pixels_off, reference) > ALIGNED_WORST_TOLERANCE
+    assert crop_distance(reference[..., ::-1], reference) > ALIGNED_WORST_TOLERANCE  # BGR
+    smooth = np.repeat(np.repeat(reference[::4, ::4], 4, axis=0), 4, axis=1)
+    half = ((smooth[:, :-1].astype(np.int16) + smooth[:, 1:]) // 2).astype(np.uint8)
+    half = np.concatenate([half, smooth[:, -1:]], axis=1)
+    assert crop_distance(half, smooth) <= ALIGNED_MEAN_TOLERANCE  # half a pixel off, resampled
+
+
+def _cells(path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_states_its_run_time_on_two_cores(path) -> None:
+    opening = "".join(_cells(path)[0]["source"])
+    assert re.search(r"\*\*Time:\*\* about [\d.]+ \w+ on 2 cores with the small `ci` profile, [\d.]+ \w+ with `workshop`",
+                     opening), f"{path.name}: say at the top how long it takes on 2 cores, ci and workshop"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_code_cell_is_longer_than_one_technique(path) -> None:
+    long = [i for i, cell in enumerate(_cells(path)) if cell["cell_type"] == "code" and len(cell["source"]) > MAX_CELL_LINES]
+    assert not long, f"{path.name}: split cells {long} into one cell per technique"
+
+
+def test_myth_boxes_each_come_with_their_measurement() -> None:
+    cells = _cells(NOTEBOOKS[1])
+    for myth, measured_by in [("returning `None` for a bad image", "default_collate("),
+                              ("dividing by `255.0` turns images into float64", "uint8_batch / 255.0")]:
+        at = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and myth in "".join(c["source"]))
+        assert "Do instead" in "".join(cells[at]["source"]), f"the myth box on {myth!r} says what to do instead"
+        following = "".join(cells[at + 1]["source"])
+        assert cells[at + 1]["cell_type"] == "code" and measured_by in following, f"measure {myth!r} right after its box"
+
+
+def test_published_gpu_figures_are_labelled_as_published() -> None:
+    for path in NOTEBOOKS:
+        text = "".join("".join(c["source"]) for c in _cells(path))
+        assert "ASSUMED_STEP_MS" not in text and "STEP_MS = 100" not in text, f"{path.name}: the 100 ms step is gone"
+        assert "PUBLISHED_TRAINING_IPS" in text and "not measured here" in text, path.name
+
+
+def test_quiz_01_has_five_to_eight_questions() -> None:
+    assert 5 <= len(quiz.load("01").questions) <= 8
