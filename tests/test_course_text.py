@@ -1,0 +1,32 @@
+"""Course-wide text that must stay true: errata fixed outside any one module."""
+
+from __future__ import annotations
+
+import re
+
+from loaderlab.paths import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text()
+
+
+def test_readme_says_what_shared_memory_saves_and_what_it_does_not() -> None:
+    """Issue 12, erratum 7: shared memory saves the pickling and the pipe; the copies into and out of the slot remain."""
+    assert not re.search(r"shared memory avoids copies", README, re.IGNORECASE)
+    assert "the pickling" in README and "not the copies" in README
+
+
+def test_readme_module_table_names_every_notebook_and_exercise() -> None:
+    """Every notebook and every exercise appears in the README's module table."""
+    table = README[README.index("## The modules"):README.index("## The dataset")]
+    for notebook in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+        assert f"`{notebook.stem}`" in table, f"README's module table lacks {notebook.stem}"
+    for exercise in sorted((REPO_ROOT / "exercises").glob("ex*.py")):
+        assert exercise.stem[:4] in table, f"README's module table lacks {exercise.stem}"
+
+
+def test_readiness_checklist_points_only_at_modules_that_exist() -> None:
+    checklist = (REPO_ROOT / "notebooks" / "readiness_checklist.md").read_text()
+    modules = {p.stem.split("_")[0] for p in (REPO_ROOT / "notebooks").glob("*.ipynb")}
+    for group in re.findall(r"\(((?:\d\d[a-z]?(?:, )?)+)(?:, exercise \d\d)?(?:[:;][^)]*)?\)", checklist):
+        for module in group.split(", "):
+            assert module in modules, f"readiness_checklist.md points at module {module}, which has no notebook"
