@@ -106,9 +106,10 @@ def run_check(target: Path, exercise: str, check: str, timeout_s: float, start_m
 def run_checks_together(target: Path, exercise: str, checks: list[str], timeout_s: float) -> dict[str, CheckResult]:
     """Run several checks one after another in ONE new process, within `timeout_s` together.
 
-    Only for the project's tests of untouched stubs, where every check stops at its first TODO and
-    leaves nothing behind: it saves a Python start and a torch import per check. A learner's checks
-    always run one per process (`run_check`), so one check's leftovers never reach another's verdict.
+    Only for the project's tests: untouched stubs, where every check stops at its first TODO, and
+    correct alternatives, which leave nothing behind; it saves a Python start and a torch or TensorFlow
+    import per check. A learner's checks always run one per process (`run_check`), so one check's
+    leftovers never reach another's verdict.
     """
     return _run_in_child(target, exercise, checks, timeout_s, None)
 

@@ -52,7 +52,7 @@ def free_cores(seconds: float = SPIN_SECONDS) -> float:
     """How many cores' worth of CPU work this machine runs at once right now (1.0 to usable_cores()).
 
     One process per usable core spins together, against one process spinning alone (before and
-    after): on an idle 2-core machine about 2.0, with one busy program beside it about 1.3. Where a
+    after): on an idle 2-core virtual machine 1.7-2.0, with one busy program beside it 1.0-1.45. Where a
     grade depends on cores, its target scales with this figure rather than with the core count,
     so that a busy laptop does not fail a right answer.
     """

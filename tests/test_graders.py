@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from grader.results import FAIL, NOT_STARTED, PASS
+from grader.results import BUSY_SHARE, FAIL, NOT_STARTED, PASS
 from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
 
 PLANTED = REPO_ROOT / "tests" / "planted"
 ALTERNATIVES = REPO_ROOT / "tests" / "alternatives"
+BUSY_RETRIES = 2  # a core-scaled target measured on a busy machine is retried this often
 EXERCISES = sorted(p.stem.removeprefix("test_") for p in (REPO_ROOT / "grader").glob("test_ex*.py"))
 
 
@@ -144,9 +145,18 @@ def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
     check = planted.too_slow_for
     if planted.scaled_by_cores and usable_cores() < 2:
         pytest.skip(f"{check} is scaled by cores and skipped on one core")
-    result = run_check(PLANTED / folder, planted.exercise, check, timeout_s=300)
-    assert result.status == FAIL and result.message.startswith("too slow"), result.explain()
-    assert result.metrics and result.metrics["ratio"] < result.metrics["target"]
+    busy = []
+    for _ in range(BUSY_RETRIES + 1 if planted.scaled_by_cores else 1):
+        result = run_check(PLANTED / folder, planted.exercise, check, timeout_s=300)
+        free = (result.metrics or {}).get("free_cores")
+        if planted.scaled_by_cores and free is not None and free < BUSY_SHARE * usable_cores():
+            busy.append(f"{free:.1f}")  # a busy machine lowers the target by design: this run proves nothing
+            continue
+        assert result.status == FAIL and result.message.startswith("too slow"), result.explain()
+        assert result.metrics and result.metrics["ratio"] < result.metrics["target"]
+        return
+    pytest.skip(f"{check} scales with the free cores, and the machine was busy in every run "
+                f"(free: {', '.join(busy)} of {usable_cores()}): the naive version cannot be told apart")
 
 
 def test_start_method_option_reaches_the_learners_loader(tmp_path) -> None:
@@ -170,8 +180,13 @@ def test_start_method_option_reaches_the_learners_loader(tmp_path) -> None:
 def test_correct_alternative_passes(folder: str) -> None:
     """Another route to a right answer must pass every correctness check."""
     alternative = ALTERNATIVE_IMPLEMENTATIONS[folder]
-    for check in checks_of(alternative.exercise, timed=False):
-        result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
+    checks = checks_of(alternative.exercise, timed=False)
+    # Together in one process (a Python start and a torch or TensorFlow import per check saved): a correct
+    # alternative leaves nothing behind that another check could trip on; a rejection is rerun alone to confirm.
+    results = run_checks_together(ALTERNATIVES / folder, alternative.exercise, checks, timeout_s=120 * len(checks))
+    for check, result in results.items():
+        if result.status != PASS:
+            result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
         assert result.status == PASS, f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
 
 

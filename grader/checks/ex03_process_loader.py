@@ -35,17 +35,21 @@ IMAGE_BYTES = CROP * CROP * 3
 GIL_ITERATIONS = 150_000   # one pass of gil_bound_transform: about 11 ms of pure Python per image
 GIL_REPEATS = 3            # three passes: the transform dominates the 5 ms decode
 GIL_SAMPLES = 96           # enough work per epoch that starting workers (about 0.2 s under spawn) stays small
-# target = 0.6 x the cores free while timing (loaderlab.machine.free_cores): 1.2x on an idle 2-core machine, where
-# with 96 images the solution measured 1.95-1.98x under fork and 1.73-1.78x under spawn (ci and workshop) and a planted
-# single worker 0.95-1.00x. With one busy program beside it, 1.2-1.45 cores were free and the solution measured
-# 1.00-1.03x: the scheduler often leaves both workers on one core, so little gain is possible there.
-PROCESS_EFFICIENCY = 0.6
+# target = 0.9 + 0.5 x (free cores - 1), the cores free while timing (loaderlab.machine.free_cores): 1.4x on an idle
+# 2-core machine, where with 96 images the solution measured 1.95-1.98x under fork and 1.73-1.78x under spawn (ci and
+# workshop) and a planted single worker 0.95-1.00x. A naive single worker stays near 1.0x whatever is free, so the
+# target must rise above it quickly: it does from 1.2 free cores on. (0.6 x free cores, the first rule, let the single
+# worker pass at 1.5 free, measured in a fresh clone's run.) With one busy program beside it, 1.0-1.45 cores were free
+# and the solution measured 1.00-1.04x against 0.9-1.1x: the scheduler often leaves both workers on one core.
+GIL_TARGET_AT_ONE_FREE_CORE = 0.9
+GIL_TARGET_PER_FREE_CORE = 0.5
 POOL_SAMPLES = 192
 # uint8 through shared memory vs Pool.map of float32 (loaderlab.baselines.naive_pool_batches), 2 cores, 192 images:
-# the solution measured 2.05x under fork and 1.54-1.76x under spawn (ci and workshop); a planted Pool.map of
-# float32 dressed as ProcessLoader 0.99-1.02x. (With 128 images: 1.84-2.63x, planted 1.12-1.28x.)
-# The target is 0.65 x the free cores: 1.3x on an idle 2-core machine.
-POOL_EFFICIENCY = 0.65
+# the solution measured 2.05x under fork and 1.54-1.76x under spawn (ci and workshop), and 1.60-1.81x with one busy
+# program beside it (1.0-1.2 cores free, 3 runs); a planted Pool.map of float32 dressed as ProcessLoader 0.99-1.02x.
+# (With 128 images: 1.84-2.63x, planted 1.12-1.28x.) The gain is mostly the float32 pickling avoided, not the cores,
+# so the target is a flat 1.3x (scaling it by free cores, the first rule, let the planted pool pass at 1.5 free).
+POOL_TARGET = 1.3
 
 # Step 2: what the parent may receive through multiprocessing pipes and queues, as a share of the pixel bytes.
 # Measured (ci, 18 images, fork and spawn alike): the solution receives 1,086 bytes for 2.7 MB of pixels (0.04%),
@@ -753,7 +757,8 @@ def processes_beat_the_gil(ex: ModuleType) -> Comparison | None:
             lambda: _sequential(samples, transform, 8),
             lambda: loader(samples, transform, 8, cores, SEED),
             rounds=3, name=f"ProcessLoader, {cores} workers", baseline_name="sequential, one process",
-            target_for_free_cores=lambda free: PROCESS_EFFICIENCY * free, unit="images", count=count_batch,
+            target_for_free_cores=lambda free: GIL_TARGET_AT_ONE_FREE_CORE + GIL_TARGET_PER_FREE_CORE * (free - 1),
+            unit="images", count=count_batch,
         )
 
 
@@ -770,5 +775,5 @@ def beats_a_naive_float32_pool(ex: ModuleType) -> Comparison | None:
             lambda: naive_pool_batches(samples, 32, cores),
             lambda: loader(samples, _as_is, 32, cores, SEED),
             rounds=5, name=f"ProcessLoader uint8, {cores} workers", baseline_name=f"Pool.map float32, {cores} workers",
-            target_for_free_cores=lambda free: POOL_EFFICIENCY * free, unit="images", count=count_batch,
+            target=POOL_TARGET, unit="images", count=count_batch,
         )
