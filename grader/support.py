@@ -15,7 +15,7 @@ import numpy as np
 import psutil
 
 from grader import shm_ledger
-from loaderlab.images import CROP, Sample, list_samples
+from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
 from loaderlab.paths import dataset_dir
 
 T = TypeVar("T")
@@ -184,3 +184,15 @@ def batch_layout(batches: list[tuple[np.ndarray, np.ndarray]], sample_count: int
     if not batches:
         return np.empty((0, CROP, CROP, 3), np.uint8), []
     return np.concatenate([images for images, _ in batches]), np.concatenate([labels for _, labels in batches]).tolist()
+
+
+def assert_near_reference_crops(images: Any, samples: list[Sample], setting: str, mean_tolerance: float,
+                                worst_tolerance: float, how: str) -> None:
+    """Fail unless the images lie within the tolerances (grey levels, on average and at worst) of their samples'
+    reference crops (`loaderlab.images.reference_crop`); the message names the worst file and says `how` to crop."""
+    differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
+    worst = int(np.argmax(differences))
+    assert np.mean(differences) <= mean_tolerance and differences[worst] <= worst_tolerance, (
+        f"{setting}: pixels differ from the reference crop by {np.mean(differences):.2f} levels on average "
+        f"(allowed {mean_tolerance}) and {differences[worst]:.2f} at worst (allowed {worst_tolerance}), worst at "
+        f"{samples[worst].path.name}. {how}")

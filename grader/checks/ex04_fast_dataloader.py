@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from grader.checks.ex01_profile_and_fix import MEAN_TOLERANCE, WORST_TOLERANCE
-from grader.support import batch_layout, child_processes, dataset_samples, no_leaks, require, within
+from grader.support import (assert_near_reference_crops, batch_layout, child_processes, dataset_samples, no_leaks,
+                            require, within)
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import CROP, Sample, linked_split, mean_abs_difference, reference_crop
@@ -161,13 +162,9 @@ def _flips(images: np.ndarray, references: list[np.ndarray], setting: str) -> li
 
 
 def _check_pixels(images: Sequence[np.ndarray], samples: list[Sample], setting: str) -> None:
-    differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
-    worst = int(np.argmax(differences))
-    assert np.mean(differences) <= MEAN_TOLERANCE and differences[worst] <= WORST_TOLERANCE, (
-        f"{setting}: pixels differ from the reference crop by {np.mean(differences):.2f} levels on average "
-        f"(allowed {MEAN_TOLERANCE}) and {differences[worst]:.2f} at worst (allowed {WORST_TOLERANCE}), worst at "
-        f"{samples[worst].path.name}. Resize the short side to 256 and take the centre 224x224, in RGB, "
-        "channels first (image.transpose(2, 0, 1)), in file order.")
+    assert_near_reference_crops(images, samples, setting, MEAN_TOLERANCE, WORST_TOLERANCE,
+                                "Resize the short side to 256 and take the centre 224x224, in RGB, channels first "
+                                "(image.transpose(2, 0, 1)), in file order.")
 
 
 def _order_is_shuffled(order: list[int], setting: str, against: str) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from grader.checks.ex01_profile_and_fix import MEAN_TOLERANCE, WORST_TOLERANCE
-from grader.support import child_processes, dataset_samples, no_leaks, require, within
+from grader.support import assert_near_reference_crops, child_processes, dataset_samples, no_leaks, require, within
 from loaderlab.bench import Comparison
 from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
 from loaderlab.paths import dataset_dir
@@ -150,13 +150,9 @@ def _device_batches(batches: list[Any], device: Any, setting: str) -> tuple[np.n
 
 
 def _check_pixels(images: np.ndarray, samples: list[Sample], setting: str) -> None:
-    differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
-    worst = int(np.argmax(differences))
-    assert np.mean(differences) <= MEAN_TOLERANCE and differences[worst] <= WORST_TOLERANCE, (
-        f"{setting}: pixels differ from the reference crop by {np.mean(differences):.2f} levels on average (allowed "
-        f"{MEAN_TOLERANCE}) and {differences[worst]:.2f} at worst (allowed {WORST_TOLERANCE}), worst at "
-        f"{samples[worst].path.name}. Decode in RGB, resize the SHORT side to 256 keeping the aspect ratio "
-        "(antialiased bilinear), then take the centre 224 x 224.")
+    assert_near_reference_crops(images, samples, setting, MEAN_TOLERANCE, WORST_TOLERANCE,
+                                "Decode in RGB, resize the SHORT side to 256 keeping the aspect ratio (antialiased "
+                                "bilinear), then take the centre 224 x 224.")
 
 
 def _jpeg(size: tuple[int, int] = (300, 400)) -> bytes:
