@@ -8,6 +8,7 @@ Child side: imports the exercise from the target folder by its plain module name
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import multiprocessing
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from grader import shm_ledger  # noqa: F401  (importing it starts the ledger in this process and its workers)
+from grader import preload, shm_ledger  # importing shm_ledger starts the ledger in this process and its workers
 from grader.hints import crash_advice
 from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, TIMEOUT, CheckResult
 from loaderlab.bench import Comparison
@@ -34,6 +35,7 @@ OUTPUT_TAIL_CHARS = 2000
 START_METHOD_ENV = "LOADERLAB_START_METHOD"  # the child's default multiprocessing start method, when set
 MEMORY_CAP_ENV = "LOADERLAB_MEMORY_CAP_GB"   # overrides the default cap below
 MEMORY_POLL_S = 0.25
+KILLED_EXIT_WAIT_S = 30.0  # for a killed child's exit to be reported
 # The most a check's processes may hold together (resident memory summed over the process tree): a runaway
 # stops here instead of taking the machine down. See memory_cap_bytes for how it was chosen.
 DEFAULT_MEMORY_CAP_GIB = 6.0
@@ -125,20 +127,24 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
         }
         if start_method:
             env[START_METHOD_ENV] = start_method
-        command = [sys.executable, "-m", "grader.runner", str(target), exercise, ",".join(checks), str(verdict_file)]
+        argv = [str(target), exercise, ",".join(checks), str(verdict_file)]
+        output_file = Path(tmp) / "output.txt"
         start = time.perf_counter()
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        watch = MemoryWatch(process.pid, memory_cap_bytes())
+        child = _start_child(exercise, argv, env, output_file)
+        watch = MemoryWatch(child.pid, memory_cap_bytes())
         try:
-            output, _ = process.communicate(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
-            output, _ = process.communicate()
-            timed_out = True
+            returncode = child.wait(timeout_s)
+            timed_out = returncode is None
+            if timed_out:
+                _kill_group(child.pid)
+                returncode = child.wait(KILLED_EXIT_WAIT_S)
+                if returncode is None:
+                    returncode = -signal.SIGKILL
         finally:
             watch.stop()
+            _kill_group(child.pid)  # whatever the check left running in its session ends with it
+            child.release()
+        output = output_file.read_bytes() if output_file.exists() else b""
         seconds = time.perf_counter() - start
         peak = round(watch.peak / 2**20)
         if watch.exceeded:
@@ -162,7 +168,7 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
         results = {}
         for check in checks:
             if check not in verdicts:
-                results[check] = CheckResult(exercise, check, ERROR, _crash_message(exercise, process.returncode),
+                results[check] = CheckResult(exercise, check, ERROR, _crash_message(exercise, returncode),
                                              seconds, output=_tail(output), peak_memory_mib=peak)
                 continue
             verdict = verdicts[check]
@@ -170,6 +176,58 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
                                          verdict.get("metrics"), _tail(output) if verdict["status"] != PASS else "",
                                          peak_memory_mib=peak)
         return results
+
+
+class _FreshInterpreter:
+    """A grading child started as `python -m grader.runner ...`, in its own session."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], output_file: Path) -> None:
+        with output_file.open("wb") as output:
+            self.process = subprocess.Popen([sys.executable, "-m", "grader.runner", *argv], cwd=REPO_ROOT, env=env,
+                                            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+        self.pid = self.process.pid
+
+    def wait(self, timeout_s: float) -> int | None:
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def release(self) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(KILLED_EXIT_WAIT_S)
+
+
+class _Forked:
+    """A grading child forked from the exercise's waiting process (`grader.preload`), in its own session."""
+
+    def __init__(self, waiting: preload.WaitingProcess, argv: list[str], env: dict[str, str], output_file: Path) -> None:
+        self.waiting = waiting
+        self.pid = waiting.start(argv, env, output_file)
+        self.collected = False
+
+    def wait(self, timeout_s: float) -> int | None:
+        returncode = self.waiting.wait(timeout_s)
+        self.collected = returncode is not None
+        return returncode
+
+    def release(self) -> None:
+        """A waiting process whose child's exit went unread (an error, Ctrl-C) is closed, not reused."""
+        if not self.collected:
+            preload.discard(self.waiting)
+
+
+def _start_child(exercise: str, argv: list[str], env: dict[str, str], output_file: Path) -> _FreshInterpreter | _Forked:
+    """A child forked from a waiting process where that is available and works, else a fresh interpreter."""
+    if preload.available():
+        imports_env = {k: v for k, v in env.items() if k not in (shm_ledger.LEDGER_ENV, START_METHOD_ENV)}
+        try:
+            waiting = preload.waiting_process(exercise, imports_env)
+            return _Forked(waiting, argv, env, output_file)
+        except ChildProcessError:
+            pass  # the waiting process failed: this check starts an interpreter of its own, as everywhere else
+    return _FreshInterpreter(argv, env, output_file)
 
 
 def _crash_message(exercise: str, returncode: int) -> str:
@@ -232,7 +290,8 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
 
 def _too_slow(outcome: Comparison) -> str:
     text = (f"too slow: {outcome.candidate_ips:.1f} {outcome.unit}/s against the baseline's {outcome.baseline_ips:.1f}/s "
-            f"is {outcome.ratio:.2f}x (rounds ranged {outcome.ratio_min:.2f}-{outcome.ratio_max:.2f}x); "
+            f"is {outcome.ratio:.2f}x (the median of {outcome.rounds} rounds, which ranged {outcome.ratio_min:.2f}-"
+            f"{outcome.ratio_max:.2f}x{_settled_early(outcome)}); "
             f"the target is {outcome.target:.2f}x on {outcome.cores} usable cores")
     if outcome.free_cores is None:
         return text + "."
@@ -241,6 +300,11 @@ def _too_slow(outcome: Comparison) -> str:
         text += (" The machine was busy, so this ratio says less than usual: close other programs and grade "
                  "again before you change your code.")
     return text
+
+
+def _settled_early(outcome: Comparison) -> str:
+    planned = outcome.rounds_planned or outcome.rounds
+    return f"; the other {planned - outcome.rounds} could not have changed the verdict" if planned > outcome.rounds else ""
 
 
 def main(argv: list[str]) -> None:

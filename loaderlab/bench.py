@@ -2,7 +2,8 @@
 
 `measure` times one iterable; `compare` interleaves a baseline and a candidate
 (baseline, candidate, baseline, ...) after a warm-up and reports the median of the
-per-round ratios, so that a busy neighbour slows both sides alike.
+per-round ratios, so that a busy neighbour slows both sides alike. Against a target,
+it stops as soon as the remaining rounds can no longer move the median across it.
 """
 
 from __future__ import annotations
@@ -116,11 +117,12 @@ class Comparison:
     ratio: float
     ratio_min: float
     ratio_max: float
-    rounds: int
+    rounds: int                     # rounds measured (fewer than planned once the verdict was settled)
     cores: int
     unit: str = "items"
     target: float | None = None
     free_cores: float | None = None  # measured in the same run, where the target depends on cores
+    rounds_planned: int | None = None
 
     @property
     def passed(self) -> bool | None:
@@ -149,6 +151,20 @@ class Comparison:
         return json.dumps(self.to_dict())
 
 
+def verdict_settled(ratios: list[float], rounds: int, target: float | None) -> bool:
+    """Whether the median of `rounds` ratios falls on one side of `target` whatever the rounds still to come give.
+
+    With an odd number of rounds the median is the middle ratio: once more than half of them are
+    at or above the target, the median is too (and likewise below). Even counts average two
+    middle ratios, so they are never settled early.
+    """
+    if target is None or rounds % 2 == 0:
+        return False
+    majority = rounds // 2 + 1
+    at_or_above = sum(ratio >= target for ratio in ratios)
+    return at_or_above >= majority or len(ratios) - at_or_above >= majority
+
+
 def compare(
     baseline: MakeIterable,
     candidate: MakeIterable,
@@ -166,7 +182,9 @@ def compare(
 
     Each round measures the baseline, then the candidate (`measure_kwargs` go to
     both), and keeps candidate/baseline throughput. `warmup_rounds` rounds run
-    first and are discarded (page cache, imports, JIT-like warm-ups).
+    first and are discarded (page cache, imports, JIT-like warm-ups). With a target,
+    rounds stop once the verdict is settled (`verdict_settled`): the pass or fail is
+    the one all `rounds` would give, and the figures are those of the rounds measured.
 
     Where the gain depends on cores, give `target_for_free_cores` instead of `target`: the
     cores free for work are measured before and after the rounds (`machine.free_cores`),
@@ -175,19 +193,29 @@ def compare(
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
     free = free_cores() if target_for_free_cores else None
+    if target_for_free_cores and free is not None:
+        target = target_for_free_cores(free)
     for _ in range(warmup_rounds):
         measure(baseline, **measure_kwargs)
         measure(candidate, **measure_kwargs)
-    base_ips, cand_ips, ratios = [], [], []
-    for _ in range(rounds):
+    base_ips: list[float] = []
+    cand_ips: list[float] = []
+    ratios: list[float] = []
+    while len(ratios) < rounds:
         base = measure(baseline, **measure_kwargs).items_per_s
         cand = measure(candidate, **measure_kwargs).items_per_s
         base_ips.append(base)
         cand_ips.append(cand)
         ratios.append(cand / base if base > 0 else float("inf"))
-    if target_for_free_cores and free is not None:
-        free = min(free, free_cores())
-        target = target_for_free_cores(free)
+        if len(ratios) < rounds and not verdict_settled(ratios, rounds, target):
+            continue
+        if target_for_free_cores and free is not None:
+            # The lower of the before and after figures sets the target; a lower target can
+            # unsettle a failing verdict, and then the remaining rounds run after all.
+            free = min(free, free_cores())
+            target = target_for_free_cores(free)
+        if len(ratios) == rounds or verdict_settled(ratios, rounds, target):
+            break
     return Comparison(
         name=name,
         baseline_name=baseline_name,
@@ -196,10 +224,10 @@ def compare(
         ratio=statistics.median(ratios),
         ratio_min=min(ratios),
         ratio_max=max(ratios),
-        rounds=rounds,
+        rounds=len(ratios),
         cores=usable_cores(),
         unit=unit,
         target=target,
         free_cores=free,
+        rounds_planned=rounds,
     )
-

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import quiz
+from grader import preload, quiz
 from grader.results import CORRECT_UNTIMED, ERROR, FAIL, NOT_STARTED, PASS, CheckResult, summary_lines, write_json
 from grader.runner import MEMORY_CAP_ENV, run_check
 from grader.support import SHM_DIR, pipe_traffic
@@ -121,7 +121,10 @@ def test_memory_growth_is_stopped_and_named(tmp_path: Path, monkeypatch: pytest.
     assert time.monotonic() - start < 30, "the runaway should be stopped at the cap, long before the time limit"
 
 
-def test_a_crash_is_explained_for_the_exercise(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fresh_interpreter", ["0", "1"], ids=["forked from a waiting process", "fresh interpreter"])
+def test_a_crash_is_explained_for_the_exercise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               fresh_interpreter: str) -> None:
+    monkeypatch.setenv(preload.FRESH_INTERPRETER_ENV, fresh_interpreter)
     (tmp_path / "ex03_process_loader.py").write_text(textwrap.dedent("""
         import os, signal
         from solutions.ex03_process_loader import *
@@ -133,6 +136,37 @@ def test_a_crash_is_explained_for_the_exercise(tmp_path: Path) -> None:
     result = run_check(tmp_path, "ex03_process_loader", "batches_match_sequential_reference", timeout_s=60)
     assert result.status == ERROR, result.explain()
     assert "SIGSEGV" in result.message and "shared-memory segment" in result.message, result.message
+
+
+# A learner's module that notes, when imported, what a fresh grading process would show.
+NOTES_FACTS = textwrap.dedent("""
+    import json, multiprocessing, os, sys
+    import numpy as np
+    with open(os.environ["FACTS_FILE"], "a") as facts:
+        facts.write(json.dumps({
+            "pid": os.getpid(), "own_session": os.getsid(0) == os.getpid(), "random": float(np.random.random()),
+            "main": sys.modules["__main__"].__spec__.name, "start_method": multiprocessing.get_start_method(),
+            "cwd": os.getcwd(), "stdin_empty": sys.stdin.read() == "", "ledger": os.environ.get("LOADERLAB_SHM_LEDGER"),
+        }) + "\\n")
+""")
+
+
+@pytest.mark.skipif(not preload.available(), reason="checks fork from a waiting process on Linux only")
+def test_a_check_forked_from_a_waiting_process_starts_as_fresh_as_a_new_interpreter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    facts_file = tmp_path / "facts.jsonl"
+    monkeypatch.setenv("FACTS_FILE", str(facts_file))
+    (tmp_path / "ex02_threaded_prefetch.py").write_text(NOTES_FACTS)
+    for start_method in ("spawn", None):
+        result = run_check(tmp_path, "ex02_threaded_prefetch", "threaded_map_keeps_order", 60, start_method)
+        assert result.status == FAIL and "MISSING" in result.message, result.explain()
+    first, second = (json.loads(line) for line in facts_file.read_text().splitlines())
+    assert first["pid"] != second["pid"] and first["own_session"] and second["own_session"]
+    assert first["random"] != second["random"], "numpy's global generator must be seeded anew, as in a new interpreter"
+    assert first["main"] == second["main"] == "grader.runner", "spawn-started workers import grader.runner as main"
+    assert first["start_method"] == "spawn" and second["start_method"] == multiprocessing.get_start_method()
+    assert first["cwd"] == second["cwd"] == str(REPO_ROOT) and first["stdin_empty"]
+    assert first["ledger"] and second["ledger"] and first["ledger"] != second["ledger"], "each check has its own ledger"
 
 
 def test_pipe_traffic_counts_what_is_pickled_back() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from grader import hints  # noqa: E402
+from grader import hints, preload  # noqa: E402
 from grader.results import ERROR, TIMEOUT  # noqa: E402
 from grader.runner import run_check  # noqa: E402
 from loaderlab import bench, doctor, plots, sim, trace  # noqa: E402
@@ -56,20 +56,49 @@ def test_measure_closes_the_iterable() -> None:
     assert closed == [True]
 
 
+def tagged(order: list[str], tag: str, delay: float):
+    """An iterable factory that notes each pass in `order`."""
+    def make():
+        order.append(tag)
+        return sleepy(5, delay)
+    return make
+
+
 def test_compare_reports_the_median_ratio_of_interleaved_rounds() -> None:
     order: list[str] = []
-
-    def tagged(tag: str, delay: float):
-        def make():
-            order.append(tag)
-            return sleepy(5, delay)
-        return make
-
-    result = bench.compare(tagged("b", 0.008), tagged("c", 0.002), rounds=3, warmup_rounds=1, target=2.0)
+    result = bench.compare(tagged(order, "b", 0.008), tagged(order, "c", 0.002), rounds=3, warmup_rounds=1)
     assert order == ["b", "c"] * 4, "warm-up then interleaved baseline, candidate rounds"
-    assert 2.5 < result.ratio < 5.0 and result.passed
+    assert 2.5 < result.ratio < 5.0 and result.passed is None and result.rounds == 3
     assert result.ratio_min <= result.ratio <= result.ratio_max
-    assert "x" in result.row() and result.to_dict()["passed"] is True
+    assert "x" in result.row() and result.to_dict()["passed"] is None
+
+
+def test_verdict_is_settled_once_a_majority_of_rounds_sits_on_one_side() -> None:
+    assert not bench.verdict_settled([3.0, 3.0], 5, 2.0)
+    assert bench.verdict_settled([3.0, 1.0, 3.0, 3.0], 5, 2.0)
+    assert bench.verdict_settled([1.0, 1.0, 1.0], 5, 2.0)
+    assert bench.verdict_settled([2.0, 2.0], 3, 2.0), "a ratio equal to the target passes"
+    assert not bench.verdict_settled([3.0, 3.0, 3.0], 4, 2.0), "even counts average two middle ratios"
+    assert not bench.verdict_settled([3.0, 3.0, 3.0], 5, None)
+
+
+def test_compare_stops_when_the_remaining_rounds_cannot_change_the_verdict() -> None:
+    for target, passed in ((2.0, True), (9.0, False)):
+        order: list[str] = []
+        result = bench.compare(tagged(order, "b", 0.008), tagged(order, "c", 0.002), rounds=5, target=target)
+        assert order == ["b", "c"] * 4, "warm-up, then 3 of 5 rounds settle it"
+        assert result.passed is passed and result.rounds == 3 and result.rounds_planned == 5
+
+
+def test_a_lower_free_core_target_unsettles_a_failing_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    readings = iter([2.0, 1.0])  # before the rounds, then after: the machine got busy
+    monkeypatch.setattr(bench, "free_cores", lambda: next(readings))
+    order: list[str] = []
+    result = bench.compare(tagged(order, "b", 0.008), tagged(order, "c", 0.002), rounds=3, warmup_rounds=0,
+                           target_for_free_cores=lambda free: 9.0 if free > 1.5 else 2.0)
+    assert result.free_cores == 1.0 and result.target == 2.0 and result.passed, \
+        "two rounds settle a fail against 9.0; the figure after them lowers the target, and the verdict follows it"
+    assert result.rounds == 2
 
 
 # ---- sim and trace --------------------------------------------------------------------
@@ -205,7 +234,10 @@ def test_every_graded_exercise_has_climbing_hints() -> None:
     assert hints.hint("ex02", 99) == hints.all_hints()["ex02_threaded_prefetch"][-1]
 
 
-def test_runner_stops_a_hanging_check_and_says_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fresh_interpreter", ["0", "1"], ids=["forked from a waiting process", "fresh interpreter"])
+def test_runner_stops_a_hanging_check_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  fresh_interpreter: str) -> None:
+    monkeypatch.setenv(preload.FRESH_INTERPRETER_ENV, fresh_interpreter)
     (tmp_path / "ex02_threaded_prefetch.py").write_text(
         "import time\nclass ThreadedPrefetcher:\n    def __init__(self, *a, **k):\n        time.sleep(600)\n")
     result = run_check(tmp_path, "ex02_threaded_prefetch", "prefetcher_yields_every_item_in_order", timeout_s=5)

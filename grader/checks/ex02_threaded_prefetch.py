@@ -26,6 +26,9 @@ from loaderlab.baselines import sequential_reads
 from loaderlab.bench import Comparison, compare
 from loaderlab.sim import SimulatedGPU, SlowStorage
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("numpy", "PIL.Image")
+
 IO_LATENCY_MS = 10.0
 IO_THREADS = 8
 # Timed targets, sleep-bound so they do not depend on cores. Measured on a shared 2-core machine, ci profile,

@@ -30,6 +30,9 @@ from loaderlab.images import CROP, Sample, reference_crop
 from loaderlab.machine import usable_cores
 from loaderlab.sim import gil_bound_transform
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("numpy", "PIL.Image")
+
 SEED = 1234
 IMAGE_BYTES = CROP * CROP * 3
 GIL_ITERATIONS = 150_000   # one pass of gil_bound_transform: about 11 ms of pure Python per image

@@ -23,6 +23,9 @@ from loaderlab.images import CROP, Sample, linked_split, mean_abs_difference, re
 from loaderlab.machine import usable_cores
 from loaderlab.order import adjacent_pair_share, rank_correlation
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("torch",)
+
 SEED = 7
 TIMED_SAMPLES = 192        # three batches of 64 per epoch, on any profile
 # "one tutorial loader's speed per free core": the target is the number of cores free while timing

@@ -18,6 +18,9 @@ from loaderlab.bench import Comparison, compare, count_batch, measure
 from loaderlab.images import linked_split
 from loaderlab.machine import usable_cores
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("torch",)
+
 NOISE = 0.01                  # every synthetic run is off by up to 1%; answers are more than 2% from the tolerance line
 SWEEP_SAMPLES = 64            # one epoch of the real sweep: 4 batches of 16
 # Chosen vs best, re-measured. On 2 cores, 2 or 3 workers measured 0.84-1.02x of the best (a noisy sweep may fairly

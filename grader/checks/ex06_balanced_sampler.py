@@ -25,6 +25,9 @@ from loaderlab.machine import usable_cores
 from loaderlab.paths import DatasetMissing, dataset_dir
 from loaderlab.torchdata import CenterCropFolder
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("torch",)
+
 IMBALANCE = 10
 SEED = 1234
 SIGMAS = 4.0             # class-frequency tolerance, in standard deviations of the multinomial count

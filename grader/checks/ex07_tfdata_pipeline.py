@@ -21,6 +21,9 @@ from loaderlab.paths import dataset_dir
 from loaderlab.sim import SimulatedGPU
 from loaderlab.tfdata import naive_pipeline, on_one_thread
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("tensorflow",)
+
 T = TypeVar("T")
 SEED = 1234
 PIXEL_TOLERANCE = 3.0    # mean |difference| to reference_crop (0..255); decode_center_crop measured max 1.53 (ci, 40 files), 1.57 (workshop, 360)

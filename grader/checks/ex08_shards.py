@@ -31,6 +31,9 @@ from loaderlab.order import adjacent_pair_share, mean_neighbour_distance
 from loaderlab.paths import dataset_dir
 from loaderlab.sim import SlowStorage
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("torch",)
+
 SAMPLES = 200                # 21.6 MB (ci) / 22.6 MB (workshop); samples from 29 KB to 290 KB
 SHARD_MB = 2.0               # about 11 shards, the last one partial
 FEW_SHARDS_MB = 8.0          # 3 shards: fewer than the slots of 2 ranks x 2 workers

@@ -16,6 +16,9 @@ from grader.support import no_leaks, require, within
 from loaderlab.baselines import IMAGENET_MEAN, IMAGENET_STD
 from loaderlab.bench import Comparison
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("torch",)
+
 BATCH_SIZES = (8, 8, 8, 8, 8, 3)       # the last batch is partial
 IMAGE_SHAPE = (3, 24, 32)              # small and not square, so a wrong layout shows
 OTHER_MEAN, OTHER_STD = (0.5, 0.25, 0.125), (0.2, 0.4, 0.8)

@@ -24,6 +24,9 @@ from loaderlab.bench import Comparison
 from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
 from loaderlab.paths import dataset_dir
 
+# What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
+PRELOAD = ("torch", "torchvision")
+
 SAMPLES = 40
 SHARD_MB = 0.5
 BATCH = 16                 # 40 samples: batches of 16, 16 and a partial 8
