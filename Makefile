@@ -39,9 +39,10 @@ quiz: $(INSTALLED)  ## make quiz M=04: the module's self-check questions, graded
 	$(PY) -m grader.quiz $(M)
 
 # `make test` runs every phase even when one fails, then prints each phase's time and fails if any did.
-# What does not time anything runs two at a time (pytest-xdist): the project tests, the graders'
-# correctness checks on solutions/ (and again under spawn, for the exercises marked `starts_processes`),
-# the notebooks. What measures speed (the `timing` tests, the graders' throughput checks) runs alone.
+# Everything that times nothing runs in one session, two at a time (pytest-xdist; a notebook's cells stay
+# together): the project tests, the graders' correctness checks on solutions/, the notebooks. Then the
+# correctness checks of the exercises that start processes again under spawn, two at a time. What
+# measures speed (the `timing` tests, the graders' throughput checks) runs last, alone.
 CI_PYTEST := LOADERLAB_PROFILE=ci $(PY) -m pytest
 PHASES := .grader/phases.txt
 define run_phase
@@ -50,12 +51,10 @@ endef
 
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 	@mkdir -p .grader; : > $(PHASES); failed=""; \
-	$(call run_phase,project tests (two at a time),$(CI_PYTEST) tests/ -m "not timing" -n 2 --durations=15); \
-	$(call run_phase,graders' correctness on solutions (two at a time),$(CI_PYTEST) grader/ -m "not throughput" --target solutions -n 2); \
-	$(call run_phase,graders' correctness on solutions under spawn (two at a time),$(CI_PYTEST) grader/ -m "starts_processes and not throughput" --target solutions --start-method spawn -n 2); \
-	$(call run_phase,notebooks (two at a time),$(CI_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10); \
-	$(call run_phase,project tests that time,$(CI_PYTEST) tests/ -m timing --durations=10); \
-	$(call run_phase,graders' timed checks on solutions,$(CI_PYTEST) grader/ -m throughput --target solutions --results .grader/solutions.json --durations=10); \
+	$(call run_phase,untimed: project tests + graders' correctness on solutions + notebooks (two at a time),$(CI_PYTEST) tests/ grader/ notebooks/ --target solutions --nbval-lax --nbval-current-env -m "not timing and not throughput" -n 2 --dist loadgroup --durations=20); \
+	$(call run_phase,graders' correctness on solutions under spawn (two at a time),$(CI_PYTEST) grader/ -m "starts_processes and not throughput" --target solutions --start-method spawn -n 2 --durations=10); \
+	$(call run_phase,project tests that time (alone),$(CI_PYTEST) tests/ -m timing --durations=10); \
+	$(call run_phase,graders' timed checks on solutions (alone),$(CI_PYTEST) grader/ -m throughput --target solutions --results .grader/solutions.json --durations=10); \
 	echo; echo "make test, time by phase:"; cat $(PHASES); \
 	if [ -n "$$failed" ]; then echo "FAILED$$failed"; exit 1; fi; echo "all phases passed"
 

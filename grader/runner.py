@@ -40,6 +40,8 @@ KILLED_EXIT_WAIT_S = 30.0  # for a killed child's exit to be reported
 # stops here instead of taking the machine down. See memory_cap_bytes for how it was chosen.
 DEFAULT_MEMORY_CAP_GIB = 6.0
 QUIET_CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # TensorFlow's start-up lines are not the learner's output
+# Set anew for every check (pytest names the running test): they never decide what a waiting process imports.
+PER_CHECK_ENV = (shm_ledger.LEDGER_ENV, START_METHOD_ENV, "PYTEST_CURRENT_TEST")
 
 
 def memory_cap_bytes() -> int:
@@ -221,7 +223,7 @@ class _Forked:
 def _start_child(exercise: str, argv: list[str], env: dict[str, str], output_file: Path) -> _FreshInterpreter | _Forked:
     """A child forked from a waiting process where that is available and works, else a fresh interpreter."""
     if preload.available():
-        imports_env = {k: v for k, v in env.items() if k not in (shm_ledger.LEDGER_ENV, START_METHOD_ENV)}
+        imports_env = {k: v for k, v in env.items() if k not in PER_CHECK_ENV}
         try:
             waiting = preload.waiting_process(exercise, imports_env)
             return _Forked(waiting, argv, env, output_file)

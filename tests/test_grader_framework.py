@@ -144,7 +144,7 @@ NOTES_FACTS = textwrap.dedent("""
     import numpy as np
     with open(os.environ["FACTS_FILE"], "a") as facts:
         facts.write(json.dumps({
-            "pid": os.getpid(), "own_session": os.getsid(0) == os.getpid(), "random": float(np.random.random()),
+            "pid": os.getpid(), "parent": os.getppid(), "own_session": os.getsid(0) == os.getpid(), "random": float(np.random.random()),
             "main": sys.modules["__main__"].__spec__.name, "start_method": multiprocessing.get_start_method(),
             "cwd": os.getcwd(), "stdin_empty": sys.stdin.read() == "", "ledger": os.environ.get("LOADERLAB_SHM_LEDGER"),
         }) + "\\n")
@@ -162,6 +162,7 @@ def test_a_check_forked_from_a_waiting_process_starts_as_fresh_as_a_new_interpre
         assert result.status == FAIL and "MISSING" in result.message, result.explain()
     first, second = (json.loads(line) for line in facts_file.read_text().splitlines())
     assert first["pid"] != second["pid"] and first["own_session"] and second["own_session"]
+    assert first["parent"] == second["parent"], "one waiting process serves every check of the exercise (pytest sets a new PYTEST_CURRENT_TEST for each)"
     assert first["random"] != second["random"], "numpy's global generator must be seeded anew, as in a new interpreter"
     assert first["main"] == second["main"] == "grader.runner", "spawn-started workers import grader.runner as main"
     assert first["start_method"] == "spawn" and second["start_method"] == multiprocessing.get_start_method()
