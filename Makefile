@@ -39,11 +39,11 @@ quiz: $(INSTALLED)  ## make quiz M=04: the module's self-check questions, graded
 	$(PY) -m grader.quiz $(M)
 
 # `make test` runs every phase even when one fails, then prints each phase's time and fails if any did.
-# Everything that times nothing runs in one session, two at a time (pytest-xdist; a notebook's cells stay
-# together): the project tests, the graders' correctness checks on solutions/, the notebooks. Then the
-# correctness checks of the exercises that start processes again under spawn, two at a time. What
-# measures speed (the `timing` tests, the graders' throughput checks) runs last, alone.
-CI_PYTEST := LOADERLAB_PROFILE=ci $(PY) -m pytest
+# What times nothing runs two at a time (pytest-xdist): the project tests with the graders' correctness
+# checks on solutions/ in one session, the same checks again under spawn for the exercises that start
+# processes, the notebooks (a notebook's cells together). What measures speed (the `timing` tests, the
+# graders' throughput checks) runs last, alone.
+CI_PYTEST := LOADERLAB_PROFILE=ci LOADERLAB_WAITING_PROCESSES=10 $(PY) -m pytest
 PHASES := .grader/phases.txt
 define run_phase
 start=$$SECONDS; $(2) || failed="$$failed; $(1)"; echo "  $$((SECONDS - start)) s  $(1)" >> $(PHASES)
@@ -51,7 +51,8 @@ endef
 
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 	@mkdir -p .grader; : > $(PHASES); failed=""; \
-	$(call run_phase,untimed: project tests + graders' correctness on solutions + notebooks (two at a time),$(CI_PYTEST) tests/ grader/ notebooks/ --target solutions --nbval-lax --nbval-current-env -m "not timing and not throughput" -n 2 --dist loadgroup --durations=20); \
+	$(call run_phase,untimed: project tests + graders' correctness on solutions (two at a time),$(CI_PYTEST) tests/ grader/ --target solutions -m "not timing and not throughput" -n 2 --durations=20); \
+	$(call run_phase,notebooks (two at a time),$(CI_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10); \
 	$(call run_phase,graders' correctness on solutions under spawn (two at a time),$(CI_PYTEST) grader/ -m "starts_processes and not throughput" --target solutions --start-method spawn -n 2 --durations=10); \
 	$(call run_phase,project tests that time (alone),$(CI_PYTEST) tests/ -m timing --durations=10); \
 	$(call run_phase,graders' timed checks on solutions (alone),$(CI_PYTEST) grader/ -m throughput --target solutions --results .grader/solutions.json --durations=10); \

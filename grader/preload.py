@@ -33,7 +33,9 @@ from typing import IO
 from loaderlab.paths import REPO_ROOT
 
 FRESH_INTERPRETER_ENV = "LOADERLAB_FRESH_INTERPRETER"
-KEEP_WAITING = 2          # waiting processes kept per grading session (graders run exercise after exercise)
+# Waiting processes kept per grading session: a grade runs exercise after exercise, so 2 suffice; the
+# project's tests visit exercises in turn many times over, and `make test` keeps one per exercise.
+KEEP_WAITING_ENV = "LOADERLAB_WAITING_PROCESSES"
 READY_TIMEOUT_S = 120.0   # for the imports of a new waiting process
 
 
@@ -107,7 +109,7 @@ _lock = threading.Lock()
 def waiting_process(exercise: str, env: dict[str, str]) -> WaitingProcess:
     """This session's waiting process for `exercise` under `env`, started on first use.
 
-    The least recently used ones beyond KEEP_WAITING are closed.
+    The least recently used ones beyond $LOADERLAB_WAITING_PROCESSES (default 2) are closed.
     """
     key = (exercise, json.dumps(env, sort_keys=True))
     with _lock:
@@ -116,7 +118,7 @@ def waiting_process(exercise: str, env: dict[str, str]) -> WaitingProcess:
             return _waiting[key]
         if key in _waiting:
             _waiting.pop(key).close()
-        while len(_waiting) >= KEEP_WAITING:
+        while len(_waiting) >= max(1, int(os.environ.get(KEEP_WAITING_ENV, "2"))):
             _waiting.popitem(last=False)[1].close()
         _waiting[key] = WaitingProcess(exercise, env)
         return _waiting[key]
