@@ -5,15 +5,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 PROFILE ?= workshop
-PIP := $(PY) -m pip
+# INSTALLER=auto: uv (pinned in loaderlab/install.py, put into .venv from the package index) where it can be
+# had, else pip; INSTALLER=pip or INSTALLER=uv to choose. WHEELS=dir: install from that folder only, no index.
+INSTALLER ?= auto
+WHEELS ?=
+INSTALL := $(PY) -m loaderlab.install
 
-.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all
+.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --disable-pip-version-check -r requirements.txt
-	$(PIP) install --disable-pip-version-check --no-deps --no-build-isolation -e .
-	touch $@
+	$(INSTALL) install --installer $(INSTALLER) $(if $(WHEELS),--wheels $(WHEELS)) --record $@
 
 lab: $(INSTALLED) data  ## set up, make the data, open JupyterLab on notebooks/
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -31,6 +33,13 @@ grade: $(INSTALLED)  ## grade your exercises
 
 doctor: $(INSTALLED)  ## what this machine offers, and what will hurt
 	$(PY) -m loaderlab.doctor
+
+check-platforms: $(INSTALLED)  ## the lock resolves to binary wheels on Linux x86-64 and aarch64, macOS arm64, Windows (needs the index)
+	$(INSTALL) check-platforms
+
+wheelhouse:  ## make wheelhouse [WHEELS=dir]: every pinned wheel for this platform, for `make lab WHEELS=dir` offline
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(INSTALL) wheelhouse $(or $(WHEELS),wheelhouse)
 
 hint: $(INSTALLED)  ## make hint EX=ex02 [LEVEL=2]
 	$(PY) -m grader.hints $(EX) $(LEVEL)

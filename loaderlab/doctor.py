@@ -1,21 +1,28 @@
 """`python -m loaderlab.doctor`: what this machine offers the course, and what will hurt.
 
-Prints versions, usable cores, memory, /dev/shm, the multiprocessing start
-method, the GPU if any, free disk and the dataset's status, then warnings.
+Prints versions, how the packages were installed (installer, time) and the venv's
+size on disk, usable cores, memory, /dev/shm, the multiprocessing start method,
+the GPU if any, free disk and the dataset's status, then warnings.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
 import multiprocessing
+import os
+import platform
 import shutil
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from loaderlab.install import read_record
 from loaderlab.machine import shm_bytes, total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT, DatasetMissing, active_profile, dataset_dir
 
-PACKAGES = ("numpy", "pillow", "torch", "torchvision", "tensorflow-cpu", "matplotlib", "tqdm", "psutil")
+# The lock installs tensorflow-cpu where it has wheels (Linux x86-64, Windows), tensorflow elsewhere.
+TENSORFLOW = "tensorflow-cpu" if sys.platform in ("linux", "win32") and platform.machine().lower() in ("x86_64", "amd64") else "tensorflow"
+PACKAGES = ("numpy", "pillow", "torch", "torchvision", TENSORFLOW, "matplotlib", "tqdm", "psutil")
 SMALL_SHM_BYTES = 1 << 30
 LOW_DISK_BYTES = 5 << 30
 
@@ -54,6 +61,27 @@ def _gpu() -> str:
     return "none (the course emulates the accelerator step)"
 
 
+def disk_usage(folder: Path) -> int:
+    """Bytes that `folder` takes on disk (allocated blocks where the OS reports them, else file sizes)."""
+    total = 0
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            total += disk_usage(Path(entry.path))
+        elif entry.is_file(follow_symlinks=False):
+            stat = entry.stat(follow_symlinks=False)
+            total += getattr(stat, "st_blocks", 0) * 512 or stat.st_size
+    return total
+
+
+def install_facts(venv: Path) -> list[tuple[str, str]]:
+    """How the venv `venv` was installed (as `make`'s install rule recorded it) and its size on disk."""
+    record = read_record(venv / ".installed")
+    how = (f"{record['installer']} in {record['seconds']} s on {record.get('when', '?')}"
+           + (f", offline from {record['wheels']}" if record.get("wheels") else "")
+           if "seconds" in record else "not recorded (installed before the install rule recorded its time)")
+    return [("install", how), ("venv size", f"{disk_usage(venv) / 2**30:.1f} GiB at {venv}")]
+
+
 def diagnose(import_packages: bool = True) -> Report:
     """Collect the facts and warnings (set import_packages=False to skip the slow imports)."""
     report = Report()
@@ -65,6 +93,8 @@ def diagnose(import_packages: bool = True) -> Report:
     report.facts += [
         ("python", sys.version.split()[0]),
         *([(name, _version(name)) for name in PACKAGES] if import_packages else []),
+        *(install_facts(Path(sys.prefix)) if sys.prefix != sys.base_prefix
+          else [("install", "not in a virtual environment (the course's is .venv, made by `make lab`)")]),
         ("usable cores", f"{cores} (os.cpu_count() says {multiprocessing.cpu_count()})"),
         ("memory", f"{ram / 2**30:.1f} GiB" if ram else "unknown"),
         ("/dev/shm", f"{shm / 2**30:.2f} GiB" if shm is not None else "none on this OS"),

@@ -1,0 +1,104 @@
+"""The install rule's commands: uv with pip's sources, a plain-pip fallback, an offline install from a wheelhouse.
+
+Cheap and untimed: nothing here installs or reaches the network. The real offline install (a wheelhouse, then an
+install into a fresh venv with the index unreachable) is a maintainer's check, described in the README.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from loaderlab import doctor, install
+from loaderlab.install import PLATFORMS, install_commands, pins_for, read_lock, uv_source_options
+
+INDEX_FLAGS = ("--index-url", "--extra-index-url", "--index", "--default-index", "http://", "https://")
+PYTHON = Path("/venv/bin/python")
+SOURCES = {"index-url": ["https://mirror.example/simple"], "extra-index-url": ["file:///opt/a", "file:///opt/b"],
+           "find-links": ["/opt/wheels"]}
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_wheels_mode_asks_no_index(installer: str) -> None:
+    """With WHEELS=dir every command installs from that folder alone: --no-index, that folder, nothing else."""
+    commands = install_commands(installer, PYTHON, Path("/usb/wheels"), sources=SOURCES)
+    assert len(commands) == 2
+    for command in commands:
+        assert "--no-index" in command and command[command.index("--find-links") + 1] == "/usb/wheels", command
+        assert command.count("--find-links") == 1, command
+        assert not [arg for arg in command if arg.startswith(INDEX_FLAGS)], command
+        if installer == "uv":
+            assert "--offline" in command, "uv must not even refresh its cache from the network"
+
+
+def test_uv_gets_the_sources_pip_is_configured_with() -> None:
+    """uv reads no pip configuration: the install passes pip's index, extra indexes and find-links on."""
+    command = install_commands("uv", PYTHON, None, sources=SOURCES)[0]
+    assert command[:5] == ["/venv/bin/uv", "pip", "install", "--python", str(PYTHON)]
+    assert uv_source_options(SOURCES) == [
+        "--index-url", "https://mirror.example/simple", "--extra-index-url", "file:///opt/a",
+        "--extra-index-url", "file:///opt/b", "--find-links", "/opt/wheels", "--index-strategy", "unsafe-best-match"]
+    assert uv_source_options({}) == [], "no pip configuration: uv's default index, PyPI"
+    assert command[-2:] == ["-r", str(install.LOCK)]
+
+
+def test_pip_reads_its_own_configuration() -> None:
+    lock, editable = install_commands("pip", PYTHON, None, sources=SOURCES)
+    assert lock == [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(install.LOCK)]
+    assert editable == [*lock[:5], "--no-deps", "--no-build-isolation", "-e", str(install.REPO_ROOT)]
+
+
+def test_pip_environment_variables_override_pip_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/")
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    sources = install.pip_sources()
+    assert sources["index-url"] == ["http://127.0.0.1:9/"] and "find-links" not in sources
+
+
+def test_auto_falls_back_to_pip_when_uv_cannot_be_had(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(install, "get_uv", lambda python, wheels: None)
+    monkeypatch.setattr(install.subprocess, "run", lambda command, **kw: ran.append(command) or subprocess.CompletedProcess(command, 0))
+    record = tmp_path / ".installed"
+    assert install.install("auto", None, record) == 0
+    assert [c[1:4] for c in ran] == [["-m", "pip", "install"]] * 2
+    assert install.read_record(record)["installer"] == "pip"
+    assert install.install("uv", None, record) == 1, "INSTALLER=uv must fail where uv cannot be had, not fall back"
+
+
+def test_doctor_reports_the_install_time_and_the_venv_size(tmp_path: Path) -> None:
+    (tmp_path / ".installed").write_text("installer=uv\nseconds=83\nwheels=\nwhen=2026-11-22 10:00\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "big.bin").write_bytes(b"x" * 3_000_000)
+    facts = dict(doctor.install_facts(tmp_path))
+    assert facts["install"] == "uv in 83 s on 2026-11-22 10:00"
+    assert facts["venv size"].startswith("0.0 GiB") and doctor.disk_usage(tmp_path) >= 3_000_000
+    (tmp_path / ".installed").write_text("")
+    assert "not recorded" in dict(doctor.install_facts(tmp_path))["install"]
+
+
+def test_the_lock_parses_for_the_four_platforms() -> None:
+    pins = read_lock()
+    assert [p.name for p in PLATFORMS] == ["Linux x86-64", "Linux aarch64", "macOS arm64", "Windows x86-64"]
+    for platform in PLATFORMS:
+        assert len(pins_for(platform, pins)) > 100, platform.name
+    assert {p.name for p in pins if p.marker} >= {"tensorflow", "tensorflow-cpu", "triton", "nvidia-cublas"}
+
+
+def test_read_lock_rejects_an_unpinned_line(tmp_path: Path) -> None:
+    lock = tmp_path / "requirements.txt"
+    lock.write_text("torch==2.14.1\nnumpy>=2\n")
+    with pytest.raises(ValueError, match="requirements.txt:2"):
+        read_lock(lock)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_the_makefile_passes_wheels_and_installer_on() -> None:
+    out = subprocess.run(["make", "-n", "-B", ".venv/.installed", "WHEELS=/usb/wheels", "INSTALLER=pip"],
+                         cwd=install.REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    line = next(line for line in out.splitlines() if "loaderlab.install install" in line)
+    assert "--installer pip" in line and "--wheels /usb/wheels" in line
+    assert not [word for word in line.split() if word.startswith(INDEX_FLAGS)], line
