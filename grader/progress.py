@@ -37,7 +37,7 @@ def group_status(checks: list[Check] | tuple[Check, ...], saved: dict[str, str])
     if all(s in (NOT_STARTED, None) for s in statuses):
         return NOT_STARTED
     if all(s in (PASS, NOT_TIMED) or (s is None and c.timed) for c, s in zip(checks, statuses)):
-        return "correct; to be timed"
+        return "not timed yet"
     if any(s is None for s in statuses) and all(s in (PASS, None) for s in statuses):
         return "part graded"
     return "in progress"

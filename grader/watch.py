@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grader.catalog import Exercise, find
 from grader.hints import hint_for_check
-from grader.results import PASS, read_results
+from grader.results import NOT_STARTED, PASS, read_results
 from loaderlab.paths import GRADER_DIR, REPO_ROOT
 
 POLL_S = 0.5
@@ -62,6 +62,9 @@ def verdict(exercise: Exercise, entry: dict) -> list[str]:
     where = f"step {failing.get('step')} ({failing.get('step_title')}), " if failing.get("step") else ""
     lines = [f"{passed} check(s) pass; first failing: {where}`{failing.get('check')}` ({failing.get('status')})"]
     lines += ["  " + line for line in str(failing.get("message", "")).strip().splitlines()]
+    if failing.get("status") == NOT_STARTED:  # no hint yet: where it is taught and where to act, nothing of the answer
+        taught = f"notebooks/{exercise.notebook}.ipynb teaches it; " if exercise.notebook else ""
+        return lines + [f"  {taught}fill in the TODO named above and save."]
     lines.append(f"  hint: {hint_for_check(exercise.name, str(failing.get('check')))}")
     lines.append(f"  more: make hint EX={exercise.short} LEVEL=2")
     return lines

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import collect, progress, reset, results
+from grader import collect, progress, reset, results, watch
 from grader.catalog import exercises, find
+from grader.hints import hint_for_check
 from grader.learner_copy import write_copy
 from grader.results import FAIL, NOT_STARTED, PASS, CheckResult, forget, read_results, write_json
 from loaderlab.paths import REPO_ROOT
@@ -207,22 +208,33 @@ def test_watch_regrades_after_a_save_and_stops_on_ctrl_c(tmp_path: Path) -> None
     exercise_file.write_bytes((REPO_ROOT / "exercises" / f"{STUB}.py").read_bytes())
     command = [sys.executable, "-m", "grader.watch", "ex02", "--target", str(target), "--results",
                str(tmp_path / "r.json"), "--correctness-only"]
-    watch = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    watcher = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              env=os.environ | {"PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"})
     seen: list[str] = []
     try:
-        _read_until(watch, "waiting for the next save", seen)
+        _read_until(watcher, "waiting for the next save", seen)
         exercise_file.write_text(exercise_file.read_text() + "\n# saved again\n")
-        _read_until(watch, "waiting for the next save", seen)
-        watch.send_signal(signal.SIGINT)
-        rest, _ = watch.communicate(timeout=30)
+        _read_until(watcher, "waiting for the next save", seen)
+        watcher.send_signal(signal.SIGINT)
+        rest, _ = watcher.communicate(timeout=30)
     finally:
-        watch.kill()
+        watcher.kill()
     text = "".join(seen) + rest
     assert text.count("grading ex02_threaded_prefetch") == 2, text
     assert f"first failing: step 1 (prefetcher: in order), `{FIRST_CHECK}` (not started)" in text
-    assert "hint:" in text and "watch stopped." in text and watch.returncode == 0
+    assert "02_threading.ipynb teaches it" in text and "hint:" not in text, "a stub gets no hint, only where to start"
+    assert "watch stopped." in text and watcher.returncode == 0
     assert read_results(tmp_path / "r.json")["exercises"][STUB]["status"] == NOT_STARTED
+
+
+def test_watch_shows_the_hint_of_the_first_failing_check_once_work_has_begun() -> None:
+    entry = {"status": FAIL, "checks": [
+        {"check": FIRST_CHECK, "status": PASS, "step": 1, "step_title": "prefetcher: in order"},
+        {"check": "prefetcher_is_bounded", "status": FAIL, "message": "it ran 9 items ahead at depth 3",
+         "step": 2, "step_title": "prefetcher: robust"}]}
+    text = "\n".join(watch.verdict(find("ex02"), entry))
+    assert "1 check(s) pass; first failing: step 2 (prefetcher: robust), `prefetcher_is_bounded` (fail)" in text
+    assert "it ran 9 items ahead" in text and f"hint: {hint_for_check(STUB, 'prefetcher_is_bounded')}" in text
 
 
 def test_learner_copy_has_no_answers_and_still_grades(tmp_path: Path) -> None:
