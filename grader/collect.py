@@ -140,14 +140,19 @@ def _ratio_cell(board: Board, learner: Learner, key: tuple[str, str], flag: str)
     return f"{ratio:.2f}x" + (f" {flag} {where}" if where else "")
 
 
+def _cell(text: str) -> str:
+    """Text that cannot break a Markdown table (a learner may call themselves anything)."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def markdown(board: Board) -> str:
     """The scoreboard as Markdown."""
     lines = ["# loaderlab scoreboard", "", f"{len(board.learners)} learner(s).", "", "## Status per exercise", ""]
     lines += ["| learner | cores | " + " | ".join(e[:4] for e in board.exercises) + " |",
               "|---|---|" + "---|" * len(board.exercises)]
     for learner in board.learners:
-        cells = [learner.statuses.get(e, "-") for e in board.exercises]
-        lines.append(f"| {learner.name} | {learner.cores} | " + " | ".join(cells) + " |")
+        cells = [_cell(learner.statuses.get(e, "-")) for e in board.exercises]
+        lines.append(f"| {_cell(learner.name)} | {learner.cores} | " + " | ".join(cells) + " |")
     lines.append("| **passed** | | " + " | ".join(f"{board.passed(e)} of {len(board.learners)}"
                                                   for e in board.exercises) + " |")
     if board.timed:
@@ -156,7 +161,7 @@ def markdown(board: Board) -> str:
                   "|---|---|" + "---|" * len(board.timed)]
         for learner in board.learners:
             cells = [_ratio_cell(board, learner, key, "**!**") for key in board.timed]
-            lines.append(f"| {learner.name} | {learner.cores} | " + " | ".join(cells) + " |")
+            lines.append(f"| {_cell(learner.name)} | {learner.cores} | " + " | ".join(cells) + " |")
         lines.append("| **room median** | | " + " | ".join(f"{board.medians[k]:.2f}x" for k in board.timed) + " |")
         lines += ["", _OUTLIER_NOTE]
     if board.problems:
