@@ -20,8 +20,9 @@ DONE = "done"
 
 
 def _check_statuses(entry: dict[str, Any] | None) -> dict[str, str]:
-    """{check: saved status} for one exercise's saved entry."""
-    return {c.get("check", ""): c.get("status", "") for c in (entry or {}).get("checks", []) if isinstance(c, dict)}
+    """{check: saved status} for one exercise's saved entry (nothing from an entry that is not one)."""
+    checks = entry.get("checks") if isinstance(entry, dict) else None
+    return {c.get("check", ""): c.get("status", "") for c in checks if isinstance(c, dict)} if isinstance(checks, list) else {}
 
 
 def group_status(checks: list[Check] | tuple[Check, ...], saved: dict[str, str]) -> str:
@@ -83,10 +84,11 @@ def report(results: dict[str, Any]) -> list[str]:
             module = exercise.module
             lines.append(f"Module {module}: notebooks/{exercise.notebook}.ipynb")
         entry = saved_exercises.get(exercise.name)
+        entry = entry if isinstance(entry, dict) else None
         saved = _check_statuses(entry)
         status = group_status(exercise.checks, saved)
         done += status == DONE
-        when = f"  (graded {entry['when'][:16].replace('T', ' ')} UTC)" if entry and entry.get("when") else ""
+        when = f"  (graded {str(entry['when'])[:16].replace('T', ' ')} UTC)" if entry and entry.get("when") else ""
         lines.append(f"  {exercise.name:<30} {status}{when}")
         for number, title, checks in exercise.steps():
             if number:

@@ -60,6 +60,8 @@ def test_progress_of_a_fresh_clone_names_the_first_exercise_and_how_to_run_it(tm
     assert f"0 of {len(exercises())} exercises done." in text
     assert "Next: ex01_profile_and_fix" in text and "01_sequential_baseline" in text and "make watch EX=ex01" in text
     assert "step 1: " in text, "steps are listed"
+    odd = {"format": 2, "exercises": {"ex01_profile_and_fix": 3, STUB: {"checks": 7, "when": 5}}}
+    assert f"0 of {len(exercises())} exercises done." in "\n".join(progress.report(odd)), "a damaged file reads as ungraded"
 
 
 def test_progress_counts_done_exercises_and_points_at_the_first_open_check(tmp_path: Path) -> None:
