@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.install
 
-.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse
+.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,8 +28,26 @@ data-ci: $(INSTALLED)
 	$(PY) -m data_gen --profile ci
 	$(PY) -m data_gen --profile ci --imbalance 10
 
-grade: $(INSTALLED)  ## grade your exercises
-	$(PY) -m pytest grader/
+grade: $(INSTALLED)  ## grade your exercises [NAME="your name": saved with your results, for an instructor]
+	$(if $(NAME),LOADERLAB_LEARNER="$(NAME)") $(PY) -m pytest grader/
+
+progress: $(INSTALLED)  ## where you are: every exercise and step from your saved grades, and what to do next
+	$(PY) -m grader.progress
+
+watch: $(INSTALLED)  ## make watch EX=ex02: re-grade that exercise on every save (Ctrl-C stops)
+	$(PY) -m grader.watch $(EX)
+
+reset: $(INSTALLED)  ## make reset EX=ex02: put the stub back and clear its grades (asks first)
+	$(PY) -m grader.reset $(EX)
+
+reset-all: $(INSTALLED)  ## every exercise back to its stub, every grade cleared (asks first)
+	$(PY) -m grader.reset --all
+
+scoreboard: $(INSTALLED)  ## make scoreboard DIR=folder: a room's results files as one HTML page and Markdown
+	$(PY) -m grader.collect $(DIR)
+
+learner-copy: $(INSTALLED)  ## make learner-copy DEST=folder: the course without solutions/, ready to hand out
+	$(PY) -m grader.learner_copy $(DEST)
 
 doctor: $(INSTALLED)  ## what this machine offers, and what will hurt
 	$(PY) -m loaderlab.doctor

@@ -148,13 +148,25 @@ def summary_lines(results: list[CheckResult], target: str, cores: int,
     return lines + ([""] + advice if advice else [])
 
 
-def _commit() -> str | None:
+COURSE_COMMIT_FILE = REPO_ROOT / "COURSE_COMMIT"  # a learner copy's record of the course commit it was made from
+
+
+def course_commit() -> str | None:
+    """The course's commit: a learner copy's COURSE_COMMIT, else this checkout's HEAD; None when neither says.
+
+    Only this folder's own repository counts, never one that happens to enclose it.
+    """
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                              text=True, timeout=5)
+        return COURSE_COMMIT_FILE.read_text().strip() or None
+    except OSError:
+        pass
+    try:
+        done = subprocess.run(["git", "rev-parse", "--show-toplevel", "--short", "HEAD"], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None
+    lines = done.stdout.split() if done.returncode == 0 else []
+    return lines[1] if len(lines) == 2 and Path(lines[0]).resolve() == REPO_ROOT.resolve() else None
 
 
 @contextlib.contextmanager
@@ -173,7 +185,8 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_results(path: Path) -> dict[str, Any]:
+    """A results file's content; {} when it is missing, unreadable or not of this format."""
     try:
         payload = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -193,14 +206,31 @@ def write_json(results: list[CheckResult], target: str, path: Path, start_method
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     machine = facts()
     graded = {name: {"status": status_of(checks, not_run.get(name)), "target": target, "when": now,
-                     "commit": _commit(), "start_method": start_method, "machine": machine,
+                     "commit": course_commit(), "start_method": start_method, "machine": machine,
                      "checks": [asdict(c) for c in checks]}
               for name, checks in _grouped(results, lambda r: r.exercise).items()}
     with _locked(path):
-        payload = _read(path) or {"format": RESULTS_FORMAT, "exercises": {}}
+        payload = read_results(path) or {"format": RESULTS_FORMAT, "exercises": {}}
         payload["exercises"] = dict(sorted((payload.get("exercises", {}) | graded).items()))
         payload |= {"updated": now, "learner": os.environ.get("LOADERLAB_LEARNER") or payload.get("learner"),
                     "machine": machine}
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as out:
-            json.dump(payload, out, indent=2)
-        os.replace(out.name, path)
+        _replace(path, payload)
+
+
+def _replace(path: Path, payload: dict[str, Any]) -> None:
+    """Write `payload` to `path` atomically: a reader sees the old file or the new one, never half of one."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as out:
+        json.dump(payload, out, indent=2)
+    os.replace(out.name, path)
+
+
+def forget(path: Path, exercises: list[str]) -> list[str]:
+    """Remove these exercises' saved results from `path` (make reset); returns those that were there."""
+    with _locked(path):
+        payload = read_results(path)
+        saved = payload.get("exercises", {})
+        gone = [name for name in exercises if name in saved]
+        if gone:
+            payload["exercises"] = {name: entry for name, entry in saved.items() if name not in gone}
+            _replace(path, payload)
+    return gone
