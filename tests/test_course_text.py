@@ -30,3 +30,12 @@ def test_readiness_checklist_points_only_at_modules_that_exist() -> None:
     for group in re.findall(r"\(((?:\d\d[a-z]?(?:, )?)+)(?:, exercise \d\d)?(?:[:;][^)]*)?\)", checklist):
         for module in group.split(", "):
             assert module in modules, f"readiness_checklist.md points at module {module}, which has no notebook"
+
+
+def test_each_exercise_names_the_notebook_that_teaches_it() -> None:
+    """`make progress`, `make watch` and the hints send a learner to this notebook: it must be the one that teaches it."""
+    for hints_file in sorted((REPO_ROOT / "grader" / "hints").glob("ex*.toml")):
+        notebook = re.search(r'^notebook = "([^"]+)"', hints_file.read_text(), re.M)
+        assert notebook, f"{hints_file.name}: no `notebook = ...`"
+        path = REPO_ROOT / "notebooks" / f"{notebook.group(1)}.ipynb"
+        assert path.is_file() and hints_file.stem in path.read_text(), f"{hints_file.name}: {path.name} does not teach it"
