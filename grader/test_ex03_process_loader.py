@@ -41,6 +41,7 @@ def test_work_runs_in_worker_processes(grade):
 
 @pytest.mark.step(*ORDER)
 @pytest.mark.timeout_s(150)
+@pytest.mark.spawn_case_of_its_own
 def test_works_under_spawn(grade):
     """start_method="spawn" gives the same batches as the sequential reference."""
     grade()

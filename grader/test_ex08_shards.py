@@ -23,6 +23,7 @@ def test_round_trip_keeps_bytes_and_labels(grade):
 
 @pytest.mark.step(3, "split across workers and ranks")
 @pytest.mark.timeout_s(300)
+@pytest.mark.spawn_case_of_its_own
 def test_every_sample_once_for_any_worker_count(grade):
     """shuffle=False, 1 to 3 ranks with 0 to 3 workers (once under spawn), fewer shards than slots: every sample exactly
     once, whole shards per slot, each slot in written order, decode run in the worker."""
@@ -31,6 +32,7 @@ def test_every_sample_once_for_any_worker_count(grade):
 
 @pytest.mark.step(4, "shuffle per epoch")
 @pytest.mark.timeout_s(300)
+@pytest.mark.spawn_case_of_its_own
 def test_every_sample_once_when_shuffled(grade):
     """shuffle=True, 1 to 3 ranks with 0 to 3 workers (once under spawn), buffer sizes from 1 to larger than the dataset:
     every sample exactly once, whole shards per slot: one shard order shared by every worker and rank."""

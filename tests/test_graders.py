@@ -221,3 +221,16 @@ def test_graders_of_exercises_that_start_processes_are_marked_for_spawn(exercise
     marked = any(mark.name == "starts_processes" for mark in (marks if isinstance(marks, list) else [marks]))
     assert starts == marked, (f"{exercise}: its solution {'starts' if starts else 'starts no'} worker processes; "
                               f"{'add' if starts else 'remove'} `pytestmark = pytest.mark.starts_processes` in grader/test_{exercise}.py")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_checks_left_out_of_the_spawn_pass_start_spawn_workers_themselves(exercise: str) -> None:
+    """`make test` skips `spawn_case_of_its_own` checks under spawn: each must really start spawn workers itself."""
+    import inspect
+
+    module = importlib.import_module(f"grader.test_{exercise}")
+    checks = importlib.import_module(f"grader.checks.{exercise}")
+    for name, function in vars(module).items():
+        if name.startswith("test_") and any(m.name == "spawn_case_of_its_own" for m in getattr(function, "pytestmark", [])):
+            source = inspect.getsource(getattr(checks, name.removeprefix("test_")))
+            assert '"spawn"' in source, f"{exercise}: {name} is marked spawn_case_of_its_own but starts no spawn workers itself"
