@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import signal
 import subprocess
 import sys
 import time
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--correctness-only", action="store_true", help="skip the timed checks")
     args = parser.parse_args(argv)
     exercise = find(args.exercise)
+    # Ctrl-C stops it even where it was started with SIGINT ignored (a background job, a pytest-xdist worker's child).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     watch(exercise, args.target.resolve(), args.results.resolve(), args.max_gradings, args.correctness_only)
 
 
