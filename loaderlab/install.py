@@ -185,8 +185,12 @@ def install_commands(installer: str, python: Path, wheels: Path | None, uv: Path
     else:
         base = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
         source = wheel_options("pip", wheels) if wheels else []  # pip reads its own configuration
+    # pip compiles every module to bytecode as it installs; uv only when asked. Without it, a process that may
+    # not write bytecode (PYTHONDONTWRITEBYTECODE, or a spawned worker of one) compiles torch and TensorFlow
+    # from source at every import: a spawned DataLoader worker then starts in seconds more.
+    compile_bytecode = ["--compile-bytecode"] if installer == "uv" else []
     return [
-        [*base, *source, "-r", str(LOCK)],
+        [*base, *source, *compile_bytecode, "-r", str(LOCK)],
         [*base, *source, "--no-deps", "--no-build-isolation", "-e", str(REPO_ROOT)],
     ]
 

@@ -43,6 +43,7 @@ def test_uv_gets_the_sources_pip_is_configured_with() -> None:
         "--extra-index-url", "file:///opt/b", "--find-links", "/opt/wheels", "--index-strategy", "unsafe-best-match"]
     assert uv_source_options({}) == [], "no pip configuration: uv's default index, PyPI"
     assert command[-2:] == ["-r", str(install.LOCK)]
+    assert "--compile-bytecode" in command, "bytecode compiled at install, as pip does"
 
 
 def test_pip_reads_its_own_configuration() -> None:
