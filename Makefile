@@ -78,9 +78,9 @@ endef
 
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 	@mkdir -p .grader; : > $(PHASES); failed=""; \
-	$(call run_phase,untimed: project tests + graders' correctness on solutions (two at a time),$(CI_PYTEST) tests/ grader/ --target solutions -m "not timing and not throughput" -n 2 --durations=20); \
+	$(call run_phase,untimed: project tests + graders' correctness on solutions (two at a time),$(CI_PYTEST) tests/ grader/ --target solutions -m "not timing and not throughput" -n 2 --dist worksteal --durations=20); \
 	$(call run_phase,notebooks (two at a time),$(CI_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10); \
-	$(call run_phase,graders' correctness on solutions under spawn (two at a time),$(CI_PYTEST) grader/ -m "starts_processes and not throughput and not spawn_case_of_its_own" --target solutions --start-method spawn -n 2 --durations=10); \
+	$(call run_phase,graders' correctness on solutions under spawn (two at a time),$(CI_PYTEST) grader/ -m "starts_processes and not throughput and not spawn_case_of_its_own" --target solutions --start-method spawn -n 2 --dist worksteal --durations=10); \
 	$(call run_phase,timed: project tests that time + graders' timed checks on solutions (one at a time),$(CI_PYTEST) tests/ grader/ --target solutions -m "timing or throughput" --results .grader/solutions.json --durations=15); \
 	echo; echo "make test, time by phase:"; cat $(PHASES); \
 	if [ -n "$$failed" ]; then echo "FAILED$$failed"; exit 1; fi; echo "all phases passed"
