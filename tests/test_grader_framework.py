@@ -264,3 +264,15 @@ def test_quiz_is_well_formed_and_grades_its_own_answers(module: str) -> None:
         assert 3 <= len(question.choices) <= 5 and question.why.strip()
     assert all(quiz.grade(loaded, [q.answer for q in loaded.questions]))
     assert not any(quiz.grade(loaded, [q.answer % len(q.choices) + 1 for q in loaded.questions]))
+
+
+@pytest.mark.skipif(not preload.available(), reason="checks fork from a waiting process on Linux only")
+def test_waiting_processes_beyond_the_limit_are_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(preload.KEEP_WAITING_ENV, "1")
+    for exercise, check in (("ex02_threaded_prefetch", "threaded_map_keeps_order"),
+                            ("ex01_profile_and_fix", "batches_match_reference"),
+                            ("ex02_threaded_prefetch", "threaded_map_keeps_order")):
+        result = run_check(REPO_ROOT / "exercises", exercise, check, 60)
+        assert result.status == NOT_STARTED, result.explain()
+        alive = [w for w in preload._waiting.values() if w.process.poll() is None]
+        assert len(preload._waiting) == 1 and len(alive) == 1 and alive[0].exercise == exercise
