@@ -4,8 +4,8 @@ Every check runs in a new process, and importing torch, torchvision or TensorFlo
 2 cores: for a grade of 100 checks, minutes. On Linux, one waiting process per exercise imports
 `grader.checks.<exercise>` and the libraries its PRELOAD names once, then forks a child for each check. The child
 is as new to the learner's code as a fresh interpreter: the exercise is imported only after the fork,
-in a new session, with its own output file and environment. Nothing has run in the waiting process
-but imports, so no lock or thread is copied mid-use.
+in a new session, with its own output file and environment. Nothing runs in the waiting process but
+imports: the few native threads torch and TensorFlow start there sit idle whenever it forks.
 
 Elsewhere (macOS and Windows: fork after these imports is unsafe or missing), or with
 LOADERLAB_FRESH_INTERPRETER=1, `grader.runner` starts a new interpreter for every check instead.
