@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
-import sys
 from pathlib import Path
 
 import pytest
 
+from grader import catalog
 from grader.results import NOT_STARTED, NOT_TIMED, PASS, CheckResult, summary_lines, write_json
 from grader.runner import run_check
 from loaderlab.machine import usable_cores
@@ -80,13 +80,7 @@ def grade(request: pytest.FixtureRequest):
 
 def declared_checks(exercise: str) -> dict[str, bool]:
     """Every check the exercise's grader file declares, with whether it is timed."""
-    module = sys.modules.get(f"grader.test_{exercise}")
-    checks = {}
-    for name, function in vars(module or object()).items():
-        if name.startswith("test_") and callable(function):
-            marks = getattr(function, "pytestmark", [])
-            checks[name.removeprefix("test_")] = any(mark.name == "throughput" for mark in marks)
-    return checks
+    return {check.name: check.timed for check in catalog.find(exercise).checks}
 
 
 def _not_run(results: list[CheckResult]) -> dict[str, dict[str, bool]]:

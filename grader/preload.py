@@ -152,6 +152,8 @@ def _run_child(request: dict, replies: IO[str]) -> None:
         os.dup2(devnull, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
+        for descriptor in (devnull, output):
+            os.close(descriptor)  # the check sees stdin, stdout and stderr only, as in a new interpreter
         replies.close()
         os.environ.clear()
         os.environ.update(request["env"])

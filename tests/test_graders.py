@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from grader import catalog
 from grader.results import BUSY_SHARE, FAIL, NOT_STARTED, PASS
 from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
@@ -19,7 +20,7 @@ from loaderlab.paths import REPO_ROOT
 PLANTED = REPO_ROOT / "tests" / "planted"
 ALTERNATIVES = REPO_ROOT / "tests" / "alternatives"
 BUSY_RETRIES = 2  # a core-scaled target measured on a busy machine is retried this often
-EXERCISES = sorted(p.stem.removeprefix("test_") for p in (REPO_ROOT / "grader").glob("test_ex*.py"))
+EXERCISES = [exercise.name for exercise in catalog.exercises()]
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,7 @@ def skip_unless_it_can_show(planted: Planted) -> None:
 
 def checks_of(exercise: str, timed: bool | None = None) -> list[str]:
     """The checks of an exercise in file order: all, or only the timed (True) or untimed (False) ones."""
-    module = importlib.import_module(f"grader.test_{exercise}")
-    found = []
-    for name, function in vars(module).items():
-        if name.startswith("test_"):
-            is_timed = any(mark.name == "throughput" for mark in getattr(function, "pytestmark", []))
-            if timed is None or is_timed == timed:
-                found.append(name.removeprefix("test_"))
-    return found
+    return [check.name for check in catalog.find(exercise).checks if timed is None or check.timed == timed]
 
 
 @dataclass(frozen=True)
