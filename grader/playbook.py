@@ -273,8 +273,8 @@ def _saved_checks(results: dict[str, Any]) -> list[CheckResult]:
 def grades_summary(results: dict[str, Any], results_path: Path) -> list[str]:
     """Lines on the grades as a whole: how many exercises are done, and whether timing ran on a busy machine."""
     if not results:
-        return [f"No saved grades at `{_shown(results_path)}`: `make grade` grades every exercise and saves them there; "
-                "until then each module below says what is missing."]
+        return [f"No saved grades at `{_shown(results_path)}`: `make grade` grades every exercise and saves them "
+                "there; until then each module below says what is missing."]
     saved = results.get("exercises") if isinstance(results.get("exercises"), dict) else {}
     done = sum(group_status(e.checks, _check_statuses(saved.get(e.name))) == DONE for e in exercises())
     lines = [f"{done} of {len(exercises())} exercises done (grades from `{_shown(results_path)}`"
@@ -293,13 +293,14 @@ def grades_summary(results: dict[str, Any], results_path: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class Epoch:
-    """One epoch of the capstone's run, as `loaderlab.training.EpochRecord` saves it."""
+    """One epoch of the capstone's run, as `loaderlab.training.EpochRecord` saves it (stall_fraction None where
+    nothing measured it)."""
 
     epoch: int
     wall_s: float
     val_accuracy: float
     images_per_s: float
-    stall_fraction: float
+    stall_fraction: float | None
 
 
 @dataclass(frozen=True)
@@ -319,8 +320,11 @@ def _number(record: dict[str, Any], name: str, low: float, high: float) -> float
 
 
 def read_capstone(path: Path) -> CapstoneRun:
-    """The run `make capstone` saved (`TrainingRun.to_dict()`); FileNotFoundError when absent, ValueError saying
-    what is wrong when it cannot be read."""
+    """The run `make capstone` saved (`loaderlab.training.TrainingRun.to_dict()`: {"profile", "settings",
+    "records": [EpochRecord fields]}); FileNotFoundError when absent, ValueError saying what is wrong otherwise.
+
+    Read here rather than with `TrainingRun.from_dict`, which trusts the file: a page must survive a bad one.
+    """
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -339,7 +343,7 @@ def read_capstone(path: Path) -> CapstoneRun:
             raise ValueError(f"an epoch record's epoch is {epoch!r}, not a whole number")
         epochs.append(Epoch(epoch, _number(record, "wall_s", 0, math.inf),
                             _number(record, "val_accuracy", 0, 1), _number(record, "images_per_s", 0, math.inf),
-                            _number(record, "stall_fraction", 0, 1)))
+                            None if record.get("stall_fraction") is None else _number(record, "stall_fraction", 0, 1)))
     settings = payload.get("settings")
     return CapstoneRun(str(payload.get("profile", "?")), settings if isinstance(settings, dict) else {}, tuple(epochs))
 
@@ -357,16 +361,17 @@ def capstone_section(path: Path, profile: str) -> Section:
     try:
         run = read_capstone(path)
     except FileNotFoundError:
-        section.lines.append(f"No training run saved at `{_shown(path)}`: `make capstone` trains the fixed script for the "
-                             "profile's epoch budget and saves it there.")
+        section.lines.append(f"No training run saved at `{_shown(path)}`: `make capstone` trains the fixed script "
+                             "for the profile's epoch budget and saves it there.")
         return section
     except ValueError as error:
-        section.lines.append(f"`{_shown(path)}` {error}, so it is left out: `make capstone` trains again and rewrites it.")
+        section.lines.append(f"`{_shown(path)}` {error}, so it is left out: `make capstone` trains again and "
+                             "rewrites it.")
         return section
     last = run.epochs[-1]
     reached = next(e for e in run.epochs if e.val_accuracy >= last.val_accuracy)
     best = max(run.epochs, key=lambda e: e.val_accuracy)
-    stall = statistics.median(e.stall_fraction for e in run.epochs)
+    stalls = [e.stall_fraction for e in run.epochs if e.stall_fraction is not None]
     section.lines.append(f"From `{_shown(path)}`: profile {run.profile}, {len(run.epochs)} epochs"
                          + (", " + ", ".join(f"{k}={v}" for k, v in sorted(run.settings.items())
                                              if isinstance(v, (str, int, float, bool)) or v is None)
@@ -375,7 +380,7 @@ def capstone_section(path: Path, profile: str) -> Section:
     section.rows = [["final validation accuracy",
                      f"{last.val_accuracy:.1%} after epoch {last.epoch}, {last.wall_s:.0f} s"],
                     ["time to reach it", f"{reached.wall_s:.0f} s (epoch {reached.epoch})"],
-                    ["data-stall fraction", _spread([e.stall_fraction for e in run.epochs], "{:.1%}")],
+                    ["data-stall fraction", _spread(stalls, "{:.1%}") if stalls else "not measured in this run"],
                     ["training throughput", _spread([e.images_per_s for e in run.epochs], "{:.0f}", " images/s")]]
     if best.val_accuracy > last.val_accuracy:
         section.rows.insert(2, ["best validation accuracy", f"{best.val_accuracy:.1%} at epoch {best.epoch}, "
@@ -383,9 +388,12 @@ def capstone_section(path: Path, profile: str) -> Section:
     section.notes = [
         f"Time-to-accuracy is the figure to compare: {last.val_accuracy:.1%} in {reached.wall_s:.0f} s. After a "
         "change to the script, `make capstone` again and compare this line, not images/s alone.",
-        f"The step waited for its batch {stall:.1%} of the training loop's time (median epoch): no faster loader can "
-        f"save more than that share here; the rest, {1 - stall:.1%}, is the step itself.",
     ]
+    if stalls:
+        stall = statistics.median(stalls)
+        section.notes.append(f"The step waited for its batch {stall:.1%} of the training loop's time (median "
+                             f"epoch): no faster loader can save more than that share here; the rest, "
+                             f"{1 - stall:.1%}, is the step itself.")
     if run.profile != profile:
         section.notes.append(f"This run used the {run.profile} profile, the grades above the {profile} profile's "
                              "data: compare figures within one profile.")

@@ -235,3 +235,32 @@ def test_a_timed_check_without_a_lesson_gets_the_plain_sentence() -> None:
         "ex11: fixed script ran 2.31x as fast as original script, on 2 cores (1.9 free).")
     unnamed = timed("ex05_choose_workers", "real_sweep_choice_is_near_the_best", 0.9, 0.75, "your pick").metrics
     assert "num_workers" not in playbook._figures("ex05_choose_workers", "real_sweep_choice_is_near_the_best", unnamed)
+
+
+def test_epochs_where_nothing_measured_the_stall_are_left_out_of_it(results_file: Path, tmp_path: Path) -> None:
+    run = capstone_run()
+    for record in run["records"][:3]:
+        record["stall_fraction"] = None
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(run))
+    assert dict(section(build(results_file, capstone), "Capstone").rows)["data-stall fraction"] == \
+        "11.0% (epochs ranged 2.0%-20.0%)"
+    for record in run["records"]:
+        record["stall_fraction"] = None
+    capstone.write_text(json.dumps(run))
+    unmeasured = section(build(results_file, capstone), "Capstone")
+    assert dict(unmeasured.rows)["data-stall fraction"] == "not measured in this run"
+    assert not any("waited for its batch" in note for note in unmeasured.notes)
+
+
+def test_reads_what_the_capstone_writes(tmp_path: Path) -> None:
+    """The file format is loaderlab.training.TrainingRun.to_dict(): a run written by it reads back whole."""
+    training = pytest.importorskip("loaderlab.training", reason="the capstone's loaderlab.training is not here yet")
+    records = [training.EpochRecord(1, 31.5, 0.5, 410.0, 0.1), training.EpochRecord(2, 60.0, 0.625, 420.0)]
+    run = training.TrainingRun(records, "ci", {"num_workers": 2, "device": "cpu"})
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(run.to_dict()))
+    read = playbook.read_capstone(capstone)
+    assert (read.profile, read.settings) == ("ci", {"num_workers": 2, "device": "cpu"})
+    assert read.epochs == (playbook.Epoch(1, 31.5, 0.5, 410.0, 0.1), playbook.Epoch(2, 60.0, 0.625, 420.0, None))
+    assert read.epochs[-1].wall_s == training.time_to_accuracy(run, run.final_accuracy)
