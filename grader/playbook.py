@@ -261,7 +261,8 @@ def _saved_checks(results: dict[str, Any]) -> list[CheckResult]:
     """Every saved check as a CheckResult (those that are not one are left out)."""
     names = {f.name for f in fields(CheckResult)}
     checks = []
-    for entry in (results.get("exercises") or {}).values():
+    saved_exercises = results.get("exercises") if isinstance(results.get("exercises"), dict) else {}
+    for entry in saved_exercises.values():
         for saved in _checks(entry):
             try:
                 checks.append(CheckResult(**{k: v for k, v in saved.items() if k in names}))

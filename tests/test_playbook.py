@@ -264,3 +264,18 @@ def test_reads_what_the_capstone_writes(tmp_path: Path) -> None:
     assert (read.profile, read.settings) == ("ci", {"num_workers": 2, "device": "cpu"})
     assert read.epochs == (playbook.Epoch(1, 31.5, 0.5, 410.0, 0.1), playbook.Epoch(2, 60.0, 0.625, 420.0, None))
     assert read.epochs[-1].wall_s == training.time_to_accuracy(run, run.final_accuracy)
+
+
+def test_a_damaged_results_file_gives_a_page_without_invented_figures(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    half_metrics = {"name": "x", "ratio": "fast", "candidate_ips": 3.0, "cores": "two", "free_cores": "?"}
+    path.write_text(json.dumps({"format": 2, "machine": [], "exercises": {
+        "ex01_profile_and_fix": "passed",
+        "ex02_threaded_prefetch": {"checks": [7, {"check": "io_reads_with_threads", "status": PASS,
+                                                  "metrics": half_metrics}]},
+        "ex03_process_loader": {"checks": "none"}}}))
+    page = build(path, tmp_path / "absent.json")
+    rows = [row for module in page.sections[1:-1] for row in module.rows]
+    assert all(set(row[5:]) == {"-"} for row in rows), "a figure was invented"
+    assert "ex02 io_reads_with_threads: passed with no figure saved" in text(section(page, "Module 02"))
+    assert "ex01: not graded yet" in text(section(page, "Module 01"))
