@@ -178,7 +178,7 @@ def _missing(exercise: Exercise, check: Check, saved: dict[str, Any] | None, gpu
         return "not timed yet", f"no figure yet; `make grade` (or `make watch EX={short}`) measures it."
     status = str(saved.get("status", "?"))
     if status == PASS:
-        return "passed, no figure", "passed with no figure saved (its target does not apply on every machine)."
+        return "passed, no figure", "passed; the grader saved no figure with it."
     if status in (NOT_TIMED, NOT_STARTED):
         return status, f"{status}; the timing runs once the correctness steps pass (`make watch EX={short}`)."
     first_line = str(saved.get("message", "")).strip().splitlines()[:1]
