@@ -1,0 +1,281 @@
+"""The playbook (`python -m grader.playbook`, make playbook): built from a synthetic results file written by the
+grader's own writer, a synthetic capstone run and synthetic machine facts, in a temporary folder.
+
+Each section is checked for its figures and for naming the command that makes a missing one; a corrupt capstone
+file, a missing results file and a machine without a GPU are covered. Nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader import playbook
+from grader.catalog import exercises
+from grader.results import FAIL, NOT_STARTED, PASS, CheckResult, read_results, write_json
+from loaderlab.bench import Comparison
+from loaderlab.doctor import TENSORFLOW, Report
+
+WHEN = datetime.datetime(2026, 11, 22, 13, 5, tzinfo=datetime.timezone.utc)
+MACHINE = {"python": "3.11.7", "platform": "Linux-test", "usable_cores": 2, "cpu_count": 2, "ram_gib": 23.5,
+           "shm_gib": 0.06, "start_method": "fork"}
+
+
+def doctor(gpu: str = "none (the course emulates the accelerator step)") -> Report:
+    return Report(facts=[("python", "3.11.7"), ("torch", "2.14.1"), ("torchvision", "0.29.1"), (TENSORFLOW, "2.21.0"),
+                         ("GPU", gpu)],
+                  warnings=["/dev/shm is 64 MiB: DataLoader workers and shared memory may die with 'bus error'."])
+
+
+def timed(exercise: str, check: str, ratio: float, target: float, name: str = "candidate",
+          baseline_name: str = "baseline", free: float | None = 1.9) -> CheckResult:
+    metrics = Comparison(name, baseline_name, baseline_ips=100.0, candidate_ips=100.0 * ratio, ratio=ratio,
+                         ratio_min=ratio - 0.1, ratio_max=ratio + 0.1, rounds=3, cores=2, unit="images",
+                         target=target, free_cores=free).to_dict()
+    return CheckResult(exercise, check, PASS if ratio >= target else FAIL, "", 1.0, metrics, timed=True)
+
+
+def correct(exercise: str, check: str, status: str = PASS) -> CheckResult:
+    return CheckResult(exercise, check, status, "", 0.5)
+
+
+@pytest.fixture
+def results_file(tmp_path: Path) -> Path:
+    """ex01 not started, ex02 timed and passing, ex04 correct but not timed, ex05 a worker count chosen,
+    ex08 timed below its target; every other exercise not graded."""
+    path = tmp_path / "results.json"
+    ex02 = next(e for e in exercises() if e.short == "ex02")
+    checks = [correct("ex01_profile_and_fix", "profile_times_each_stage", NOT_STARTED),
+              CheckResult("ex01_profile_and_fix", "faster_than_naive", NOT_STARTED, "not timed", timed=True),
+              *[correct(ex02.name, check.name) for check in ex02.checks if not check.timed],
+              timed("ex02_threaded_prefetch", "io_reads_with_threads", 6.12, 5.0),
+              timed("ex02_threaded_prefetch", "prefetch_overlaps_compute", 1.92, 1.6, free=None),
+              correct("ex04_fast_dataloader", "one_sample_matches_the_reference"),
+              timed("ex05_choose_workers", "real_sweep_choice_is_near_the_best", 0.97, 0.75,
+                    "your choice, 2 workers", "the best, 3 workers"),
+              timed("ex08_shards", "shards_beat_one_request_per_file", 2.4, 3.0, free=1.2)]
+    write_json(checks, "exercises", path, "fork")
+    return path
+
+
+def capstone_run(accuracies: list[float] = [0.42, 0.61, 0.70, 0.69, 0.70]) -> dict[str, Any]:
+    return {"profile": "ci", "settings": {"num_workers": 2, "batch_size": 32},
+            "records": [{"epoch": i + 1, "wall_s": 30.0 * (i + 1), "val_accuracy": accuracy,
+                         "images_per_s": 400.0 + 10 * i, "stall_fraction": [0.05, 0.03, 0.04, 0.20, 0.02][i]}
+                        for i, accuracy in enumerate(accuracies)]}
+
+
+def build(results: Path, capstone: Path, gpu: str | None = None, profile: str = "ci") -> playbook.Page:
+    report = doctor() if gpu is None else doctor(gpu)
+    return playbook.build(read_results(results), results, capstone, MACHINE, report, WHEN, "abc1234", profile)
+
+
+def section(page: playbook.Page, title: str) -> playbook.Section:
+    return next(s for s in page.sections if s.title.startswith(title))
+
+
+def text(section: playbook.Section) -> str:
+    return "\n".join(section.lines + [" | ".join(row) for row in section.rows] + section.notes)
+
+
+def test_the_page_says_when_which_commit_and_which_profile(results_file: Path, tmp_path: Path) -> None:
+    page = build(results_file, tmp_path / "absent.json", profile="workshop")
+    assert "2026-11-22 13:05 UTC" in page.lines[0] and "abc1234" in page.lines[0] and "workshop" in page.lines[0]
+    assert page.lines[1].startswith(f"1 of {len(exercises())} exercises done")
+
+
+def test_machine_section_has_the_facts_the_doctor_versions_and_its_warnings(results_file: Path, tmp_path: Path) -> None:
+    machine = text(section(build(results_file, tmp_path / "absent.json"), "This machine"))
+    for fact in ("usable cores | 2", "memory | 23.5 GiB", "/dev/shm | 0.06 GiB", "torch | 2.14.1",
+                 f"{TENSORFLOW} | 2.21.0", "GPU | none", "start method | fork"):
+        assert fact in machine
+    assert "bus error" in machine
+
+
+def test_no_gpu_says_the_cuda_checks_cannot_run_here(results_file: Path, tmp_path: Path) -> None:
+    page = build(results_file, tmp_path / "absent.json")
+    assert "CUDA-only checks of ex09 and ex10 cannot run" in text(section(page, "This machine"))
+    module_07 = text(section(page, "Module 07"))
+    assert "needs CUDA" not in module_07, "ex09 and ex10 were not graded at all: that comes first"
+    assert "ex09: not graded yet; `make grade`" in module_07
+
+
+def test_with_a_gpu_a_missing_cuda_figure_is_for_make_grade(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    write_json([correct("ex09_device_prefetcher", "batches_match_direct_normalisation")], "exercises", path, "fork")
+    without = text(section(build(path, tmp_path / "absent.json"), "Module 07"))
+    assert "overlap_beats_copy_then_compute: needs a CUDA GPU, and there is none here" in without
+    with_gpu = build(path, tmp_path / "absent.json", gpu="NVIDIA H100 80GB HBM3")
+    assert "No GPU" not in text(section(with_gpu, "This machine"))
+    assert "overlap_beats_copy_then_compute: no figure yet; `make grade`" in text(section(with_gpu, "Module 07"))
+
+
+def test_timed_checks_show_their_figures_and_what_they_say_to_do(results_file: Path, tmp_path: Path) -> None:
+    module_02 = section(build(results_file, tmp_path / "absent.json"), "Module 02")
+    assert module_02.header == playbook.GRADE_HEADER
+    first, second = module_02.rows
+    assert first[:2] == ["ex02_threaded_prefetch", "done"] and first[3:] == [
+        "io_reads_with_threads", "612.0 images/s", "100.0 images/s", "6.12x ok", "5.00x", "2 cores (1.9 free)"]
+    assert second[:3] == ["", "", ""] and second[6:] == ["1.92x ok", "1.60x", "2 cores"]
+    assert "8 threads read 6.12x" in module_02.notes[0]
+    assert "made the emulated training loop 1.92x as fast" in module_02.notes[1]
+
+
+def test_the_worker_count_exercise_05_chose_is_what_to_use(results_file: Path, tmp_path: Path) -> None:
+    module_04 = text(section(build(results_file, tmp_path / "absent.json"), "Module 04 "))
+    assert "Use num_workers=2 on this machine" in module_04 and "best count (3)" in module_04
+
+
+def test_below_target_says_so_with_the_hint(results_file: Path, tmp_path: Path) -> None:
+    page = build(results_file, tmp_path / "absent.json")
+    module_06 = text(section(page, "Module 06"))
+    assert "2.40x below" in module_06 and "below its 3.00x target" in module_06 and "`make hint EX=ex08`" in module_06
+    assert "busy during some timing: as few as 1.2 of 2 cores" in "\n".join(page.lines)
+
+
+def test_missing_figures_name_the_command_that_measures_them(results_file: Path, tmp_path: Path) -> None:
+    page = build(results_file, tmp_path / "absent.json")
+    module_04 = text(section(page, "Module 04 "))
+    assert "ex04 twice_the_tutorial_configuration: no figure yet; `make grade`" in module_04
+    assert "ex01 faster_than_naive: not started" in text(section(page, "Module 01"))
+    assert "ex07: not graded yet; `make grade`" in text(section(page, "Module 05"))
+
+
+def test_missing_results_file_names_make_grade_everywhere(tmp_path: Path) -> None:
+    page = build(tmp_path / "no-results.json", tmp_path / "absent.json")
+    assert "No saved grades" in page.lines[1] and "`make grade`" in page.lines[1]
+    for module in page.sections[1:-1]:
+        assert module.notes and all("not graded yet; `make grade`" in note for note in module.notes)
+        assert all(row[4] == "not graded yet" and set(row[5:]) == {"-"} for row in module.rows), "a figure was invented"
+
+
+def test_capstone_section_reports_accuracy_time_to_it_stall_and_throughput(results_file: Path, tmp_path: Path) -> None:
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(capstone_run()))
+    run = section(build(results_file, capstone), "Capstone")
+    rows = dict(run.rows)
+    assert rows["final validation accuracy"] == "70.0% after epoch 5, 150 s"
+    assert rows["time to reach it"] == "90 s (epoch 3)"
+    assert rows["data-stall fraction"] == "4.0% (epochs ranged 2.0%-20.0%)"
+    assert rows["training throughput"] == "420 images/s (epochs ranged 400-440 images/s)"
+    assert "best validation accuracy" not in rows
+    assert "num_workers=2" in run.lines[0] and "profile ci" in run.lines[0]
+    assert "no faster loader can save more than that share" in run.notes[1]
+
+
+def test_capstone_on_another_profile_says_so(results_file: Path, tmp_path: Path) -> None:
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(capstone_run([0.5, 0.72, 0.7, 0.6, 0.65])))
+    run = section(build(results_file, capstone, profile="workshop"), "Capstone")
+    assert dict(run.rows)["best validation accuracy"] == "72.0% at epoch 2, 60 s"
+    assert "This run used the ci profile" in run.notes[-1]
+
+
+def test_missing_capstone_names_make_capstone(results_file: Path, tmp_path: Path) -> None:
+    run = section(build(results_file, tmp_path / "absent.json"), "Capstone")
+    assert not run.rows and "`make capstone`" in run.lines[0]
+
+
+@pytest.mark.parametrize("content, why", [
+    ("{not json", "is not valid JSON"),
+    (json.dumps({"profile": "ci", "records": []}), "holds no epoch records"),
+    (json.dumps([1, 2]), "holds no epoch records"),
+    (json.dumps({"records": [{"epoch": 1, "wall_s": 3.0, "val_accuracy": "high", "images_per_s": 1.0,
+                              "stall_fraction": 0.1}]}), "val_accuracy is 'high'"),
+    (json.dumps({"records": [{"epoch": 1, "wall_s": 3.0, "val_accuracy": 71.0, "images_per_s": 1.0,
+                              "stall_fraction": 0.1}]}), "not a number in 0..1"),
+    (json.dumps({"records": [{"wall_s": 3.0}]}), "not a whole number"),
+])
+def test_a_corrupt_capstone_file_is_left_out_saying_why(results_file: Path, tmp_path: Path, content: str,
+                                                        why: str) -> None:
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(content)
+    run = section(build(results_file, capstone), "Capstone")
+    assert not run.rows and why in run.lines[0] and "`make capstone`" in run.lines[0]
+
+
+def test_markdown_and_html_escape_what_a_learner_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOADERLAB_LEARNER", "<b>Ada | L.</b>")
+    path = tmp_path / "results.json"
+    write_json([timed("ex08_shards", "shards_beat_one_request_per_file", 3.5, 3.0, name="a | b")],
+               "exercises", path, "fork")
+    page = build(path, tmp_path / "absent.json")
+    page.sections[2].rows.append(["x | y"] + ["-"] * 8)
+    markdown = playbook.markdown(page)
+    assert "x \\| y" in markdown and markdown.startswith("# Your loaderlab playbook\n")
+    html = playbook.page_html(page)
+    assert "<b>Ada" not in html and "&lt;b&gt;Ada" in html and "<code>make grade</code>" in html
+
+
+def test_main_writes_markdown_and_html(results_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(playbook, "diagnose", doctor)
+    monkeypatch.setattr(playbook, "facts", lambda: MACHINE)
+    out = tmp_path / "out"
+    playbook.main(["--results", str(results_file), "--capstone", str(tmp_path / "absent.json"), "--out", str(out)])
+    assert "## Module 04b" in (out / "playbook.md").read_text()
+    assert (out / "playbook.html").read_text().startswith("<!doctype html>")
+
+
+def test_every_lesson_names_a_timed_check_and_fills_in() -> None:
+    timed_checks = {(e.name, c.name) for e in exercises() for c in e.checks if c.timed}
+    assert set(playbook.LESSONS) <= timed_checks, "a lesson for a check that is not a timed check"
+    known = {"ratio", "cores", "name", "baseline_name", "chosen", "best"}
+    for lesson in [*playbook.LESSONS.values(), playbook.GENERIC_LESSON]:
+        assert {f for _, f, _, _ in string.Formatter().parse(lesson) if f} <= known, lesson
+
+
+def test_a_timed_check_without_a_lesson_gets_the_plain_sentence() -> None:
+    metrics = timed("ex11_training_script", "twice_the_original", 2.31, 2.0, "fixed script", "original script").metrics
+    assert playbook._figures("ex11_training_script", "twice_the_original", metrics) == (
+        "ex11: fixed script ran 2.31x as fast as original script, on 2 cores (1.9 free).")
+    unnamed = timed("ex05_choose_workers", "real_sweep_choice_is_near_the_best", 0.9, 0.75, "your pick").metrics
+    assert "num_workers" not in playbook._figures("ex05_choose_workers", "real_sweep_choice_is_near_the_best", unnamed)
+
+
+def test_epochs_where_nothing_measured_the_stall_are_left_out_of_it(results_file: Path, tmp_path: Path) -> None:
+    run = capstone_run()
+    for record in run["records"][:3]:
+        record["stall_fraction"] = None
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(run))
+    assert dict(section(build(results_file, capstone), "Capstone").rows)["data-stall fraction"] == \
+        "11.0% (epochs ranged 2.0%-20.0%)"
+    for record in run["records"]:
+        record["stall_fraction"] = None
+    capstone.write_text(json.dumps(run))
+    unmeasured = section(build(results_file, capstone), "Capstone")
+    assert dict(unmeasured.rows)["data-stall fraction"] == "not measured in this run"
+    assert not any("waited for its batch" in note for note in unmeasured.notes)
+
+
+def test_reads_what_the_capstone_writes(tmp_path: Path) -> None:
+    """The file format is loaderlab.training.TrainingRun.to_dict(): a run written by it reads back whole."""
+    training = pytest.importorskip("loaderlab.training", reason="the capstone's loaderlab.training is not here yet")
+    records = [training.EpochRecord(1, 31.5, 0.5, 410.0, 0.1), training.EpochRecord(2, 60.0, 0.625, 420.0)]
+    run = training.TrainingRun(records, "ci", {"num_workers": 2, "device": "cpu"})
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(run.to_dict()))
+    read = playbook.read_capstone(capstone)
+    assert (read.profile, read.settings) == ("ci", {"num_workers": 2, "device": "cpu"})
+    assert read.epochs == (playbook.Epoch(1, 31.5, 0.5, 410.0, 0.1), playbook.Epoch(2, 60.0, 0.625, 420.0, None))
+    assert read.epochs[-1].wall_s == training.time_to_accuracy(run, run.final_accuracy)
+
+
+def test_a_damaged_results_file_gives_a_page_without_invented_figures(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    half_metrics = {"name": "x", "ratio": "fast", "candidate_ips": 3.0, "cores": "two", "free_cores": "?"}
+    path.write_text(json.dumps({"format": 2, "machine": [], "exercises": {
+        "ex01_profile_and_fix": "passed",
+        "ex02_threaded_prefetch": {"checks": [7, {"check": "io_reads_with_threads", "status": PASS,
+                                                  "metrics": half_metrics}]},
+        "ex03_process_loader": {"checks": "none"}}}))
+    page = build(path, tmp_path / "absent.json")
+    rows = [row for module in page.sections[1:-1] for row in module.rows]
+    assert all(set(row[5:]) == {"-"} for row in rows), "a figure was invented"
+    assert "ex02 io_reads_with_threads: passed; the grader saved no figure with it." in text(section(page, "Module 02"))
+    assert "ex01: not graded yet" in text(section(page, "Module 01"))
