@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.install
 
-.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy
+.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ grade: $(INSTALLED)  ## grade your exercises [NAME="your name": saved with your 
 
 progress: $(INSTALLED)  ## where you are: every exercise and step from your saved grades, and what to do next
 	$(PY) -m grader.progress
+
+playbook: $(INSTALLED)  ## the page you keep: this machine, your measured figures per module, the capstone's run (.grader/playbook.md and .html)
+	$(PY) -m grader.playbook
 
 watch: $(INSTALLED)  ## make watch EX=ex02: re-grade that exercise on every save (Ctrl-C stops)
 	$(PY) -m grader.watch $(EX)
