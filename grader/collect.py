@@ -36,7 +36,7 @@ class Learner:
     ratios: dict[tuple[str, str], float] = field(default_factory=dict)    # (exercise, timed check) -> ratio
 
 
-def _checks(entry: Any) -> list[dict[str, Any]]:
+def saved_checks(entry: Any) -> list[dict[str, Any]]:
     """An exercise entry's checks, leaving out whatever is not a check's table."""
     checks = entry.get("checks") if isinstance(entry, dict) else None
     return [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
@@ -45,7 +45,7 @@ def _checks(entry: Any) -> list[dict[str, Any]]:
 def _machine_cores(payload: dict[str, Any]) -> str:
     machine = payload.get("machine") if isinstance(payload.get("machine"), dict) else {}
     usable = machine.get("usable_cores", "?")
-    free = [c["metrics"]["free_cores"] for e in payload["exercises"].values() for c in _checks(e) if isinstance(c, dict) and isinstance(c.get("metrics"), dict)
+    free = [c["metrics"]["free_cores"] for e in payload["exercises"].values() for c in saved_checks(e) if isinstance(c, dict) and isinstance(c.get("metrics"), dict)
             and isinstance(c["metrics"].get("free_cores"), (int, float))]
     if not free:
         return f"{usable}"
@@ -72,7 +72,7 @@ def read_learner(path: Path) -> Learner:
         if not isinstance(entry, dict):
             continue
         learner.statuses[exercise] = str(entry.get("status", "?"))
-        for check in _checks(entry):
+        for check in saved_checks(entry):
             metrics = check.get("metrics")
             if isinstance(metrics, dict) and isinstance(metrics.get("ratio"), (int, float)):
                 learner.ratios[(exercise, str(check.get("check")))] = float(metrics["ratio"])
@@ -140,7 +140,7 @@ def _ratio_cell(board: Board, learner: Learner, key: tuple[str, str], flag: str)
     return f"{ratio:.2f}x" + (f" {flag} {where}" if where else "")
 
 
-def _cell(text: str) -> str:
+def markdown_cell(text: str) -> str:
     """Text that cannot break a Markdown table (a learner may call themselves anything)."""
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -151,8 +151,8 @@ def markdown(board: Board) -> str:
     lines += ["| learner | cores | " + " | ".join(e[:4] for e in board.exercises) + " |",
               "|---|---|" + "---|" * len(board.exercises)]
     for learner in board.learners:
-        cells = [_cell(learner.statuses.get(e, "-")) for e in board.exercises]
-        lines.append(f"| {_cell(learner.name)} | {learner.cores} | " + " | ".join(cells) + " |")
+        cells = [markdown_cell(learner.statuses.get(e, "-")) for e in board.exercises]
+        lines.append(f"| {markdown_cell(learner.name)} | {learner.cores} | " + " | ".join(cells) + " |")
     lines.append("| **passed** | | " + " | ".join(f"{board.passed(e)} of {len(board.learners)}"
                                                   for e in board.exercises) + " |")
     if board.timed:
@@ -161,7 +161,7 @@ def markdown(board: Board) -> str:
                   "|---|---|" + "---|" * len(board.timed)]
         for learner in board.learners:
             cells = [_ratio_cell(board, learner, key, "**!**") for key in board.timed]
-            lines.append(f"| {_cell(learner.name)} | {learner.cores} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown_cell(learner.name)} | {learner.cores} | " + " | ".join(cells) + " |")
         lines.append("| **room median** | | " + " | ".join(f"{board.medians[k]:.2f}x" for k in board.timed) + " |")
         lines += ["", _OUTLIER_NOTE]
     if board.problems:
@@ -173,7 +173,7 @@ _OUTLIER_NOTE = (f"**!** marks a ratio under 1/{OUTLIER_FACTOR:g} or over {OUTLI
                  f"(with at least {MIN_ROOM_FOR_OUTLIERS} ratios in the room): usually a busy laptop or one with many "
                  "more cores, not a better or worse solution. Look at the cores column before praising or worrying.")
 
-_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+PAGE_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}th{background:#f3f3f3}
 .pass{background:#dff3df}.fail,.error,.timeout{background:#f8dcdc}.outlier{background:#fff1c2;font-weight:bold}
 tfoot td{font-weight:bold}"""
@@ -206,7 +206,7 @@ def page(board: Board) -> str:
     if board.problems:
         parts += ["<h2>Files skipped</h2><ul>", *(f"<li>{html.escape(p)}</li>" for p in board.problems), "</ul>"]
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>loaderlab scoreboard</title>'
-            f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+            f"<style>{PAGE_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from grader.catalog import Check, Exercise, exercises
-from grader.collect import _STYLE, _cell, _checks
+from grader.collect import PAGE_STYLE, markdown_cell, saved_checks
 from grader.hints import hint_for_check
-from grader.progress import DONE, NOT_GRADED, _check_statuses, group_status
+from grader.progress import DONE, NOT_GRADED, check_statuses, group_status
 from grader.results import NOT_STARTED, NOT_TIMED, PASS, CheckResult, busy_while_timing, course_commit, read_results
 from loaderlab.doctor import TENSORFLOW, Report, diagnose
 from loaderlab.machine import facts
@@ -208,9 +208,9 @@ def _graded(entry: dict[str, Any] | None, commit: str | None) -> str:
 def exercise_rows(exercise: Exercise, entry: dict[str, Any] | None, commit: str | None,
                   gpu: bool) -> tuple[list[list[str]], list[str]]:
     """The table rows (one per timed check) and the notes of one exercise, from its saved entry."""
-    statuses = _check_statuses(entry)
+    statuses = check_statuses(entry)
     status = group_status(exercise.checks, statuses)
-    saved = {str(c.get("check")): c for c in _checks(entry)}
+    saved = {str(c.get("check")): c for c in saved_checks(entry)}
     lead = [exercise.name, status, _graded(entry, commit)]
     rows, notes, missing = [], [], {}
     timed = [c for c in exercise.checks if c.timed]
@@ -263,7 +263,7 @@ def _saved_checks(results: dict[str, Any]) -> list[CheckResult]:
     checks = []
     saved_exercises = results.get("exercises") if isinstance(results.get("exercises"), dict) else {}
     for entry in saved_exercises.values():
-        for saved in _checks(entry):
+        for saved in saved_checks(entry):
             try:
                 checks.append(CheckResult(**{k: v for k, v in saved.items() if k in names}))
             except TypeError:
@@ -277,7 +277,7 @@ def grades_summary(results: dict[str, Any], results_path: Path) -> list[str]:
         return [f"No saved grades at `{_shown(results_path)}`: `make grade` grades every exercise and saves them "
                 "there; until then each module below says what is missing."]
     saved = results.get("exercises") if isinstance(results.get("exercises"), dict) else {}
-    done = sum(group_status(e.checks, _check_statuses(saved.get(e.name))) == DONE for e in exercises())
+    done = sum(group_status(e.checks, check_statuses(saved.get(e.name))) == DONE for e in exercises())
     lines = [f"{done} of {len(exercises())} exercises done (grades from `{_shown(results_path)}`"
              + (f", learner {results['learner']}" if results.get("learner") else "") + ")."]
     try:
@@ -424,7 +424,7 @@ def markdown(page: Page) -> str:
         out += [line for text in section.lines for line in (text, "")]
         if section.rows:
             out += ["| " + " | ".join(section.header) + " |", "|" + "---|" * len(section.header)]
-            out += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in section.rows]
+            out += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |" for row in section.rows]
             out.append("")
         if section.notes:
             out += ["What this tells you:", "", *[f"- {note}" for note in section.notes], ""]
@@ -455,7 +455,7 @@ def page_html(page: Page) -> str:
             parts.append("<p>What this tells you:</p><ul>" + "".join(f"<li>{_inline(n)}</li>" for n in section.notes)
                          + "</ul>")
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(page.title)}</title>'
-            f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+            f"<style>{PAGE_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,7 +19,7 @@ NOT_GRADED = "not graded yet"
 DONE = "done"
 
 
-def _check_statuses(entry: dict[str, Any] | None) -> dict[str, str]:
+def check_statuses(entry: dict[str, Any] | None) -> dict[str, str]:
     """{check: saved status} for one exercise's saved entry (nothing from an entry that is not one)."""
     checks = entry.get("checks") if isinstance(entry, dict) else None
     return {c.get("check", ""): c.get("status", "") for c in checks if isinstance(c, dict)} if isinstance(checks, list) else {}
@@ -85,7 +85,7 @@ def report(results: dict[str, Any]) -> list[str]:
             lines.append(f"Module {module}: notebooks/{exercise.notebook}.ipynb")
         entry = saved_exercises.get(exercise.name)
         entry = entry if isinstance(entry, dict) else None
-        saved = _check_statuses(entry)
+        saved = check_statuses(entry)
         status = group_status(exercise.checks, saved)
         done += status == DONE
         when = f"  (graded {str(entry['when'])[:16].replace('T', ' ')} UTC)" if entry and entry.get("when") else ""
