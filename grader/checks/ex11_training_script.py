@@ -3,7 +3,7 @@ script, each on its own and cheap (a few items, a sampler's indices, a loader th
 then the timed and trained checks against the frozen original (`loaderlab.original_training_script`).
 
 The temporary data folders these checks build sit at the depth of the real data folder (under `.grader/`), so only
-the label check, which moves the depth on purpose, sees a split somewhere else. Every failure names the TODO of the
+the label check, which moves the depth on purpose, sees a split somewhere else. Every correctness failure names the TODO of the
 shipped script where the fix belongs.
 """
 
@@ -41,23 +41,30 @@ VAL_MEAN_TOLERANCE = 6.0
 VAL_WORST_TOLERANCE = 14.0
 READS_PER_ITEM = 6           # reads of one train item: a fresh crop and flip each time repeats all 6 with p < 1e-6
 WARMUP_FOR_TIMING = 2        # warm-up batches the time_training check passes
-SLOW_FIRST_BATCH_S = 1.5     # the first batch of the time_training check's loader comes this late
+SLOW_FIRST_BATCH_S = 1.0     # the first batch of the time_training check's loader comes this late
 TIMED_BATCHES = 5            # training batches per timed round (after one untimed batch), on any profile
-# Training throughput against the frozen original: 2x, or the cores free while timing where fewer than 2 are
-# (loaderlab.machine.free_cores; a busy machine asks less). Measured on this 2-core box, ci, 5 batches per round,
-# 3 interleaved rounds, 3 runs: the solution 3.51x (2.0 free), 2.94x (1.6 free), 3.68x (1.2 free), single rounds
-# 2.75-3.95x; the original against itself 0.96x and 0.97x (2.0 free; 2 runs).
-ORIGINAL_TARGET = 2.0
+# Training throughput against the frozen original, per core free while timing (loaderlab.machine.free_cores; a busy
+# machine asks less): 1.6x on an idle 2-core machine. Measured on this 2-core box, 5 batches per round, 3 interleaved
+# rounds: ci, 3 runs: the solution 3.51x (2.0 free), 2.94x (1.6 free), 3.68x (1.2 free), single rounds 2.75-3.95x;
+# workshop, 2 runs: 2.00x (2.0 free, rounds 1.90-2.17x) and 2.01x (1.6 free, rounds 1.99-2.04x). ci's short epochs
+# (7 batches) let the workers fall idle, so the model gets both cores; on workshop's long epochs two workers and the
+# model's two threads share the 2 cores, which is the steady state. The original against itself: 0.96x and 0.97x
+# (ci, 2.0 free; 2 runs).
+ORIGINAL_TARGET_PER_FREE_CORE = 0.8
+ORIGINAL_TARGET_CAP = 1.6
 # Data-stall fraction of one training epoch after a warm-up (StallMeter, the first batch of the pass left out).
-# Measured on this 2-core box, ci, 6 batches, 3 runs: the solution 3-4%; the original 75% (2 runs).
+# Measured on this 2-core box: ci (6 batches), 3 runs: the solution 3-4%; workshop (10 batches), 1 run: 3%;
+# `make capstone` on workshop, 8 epochs: 3-4% every epoch. The original 75% (ci, 2 runs).
 MAX_STALL_FRACTION = 0.3
 # Val accuracy after the profile's epoch budget (loaderlab.training.EPOCHS), trained by grader.capstone's driver with
 # the fixed model, optimiser and seed, as the mean over the budget's last ACCURACY_EPOCHS epochs (ci's val split is
 # 50 images: one epoch's figure moves by 0.1 from epoch to epoch). Measured on this 2-core box, ci, 12 epochs, one run
 # per seed: the solution 0.33, 0.35, 0.28, 0.31, 0.34 (seeds 0-4; spread 0.28-0.35); a random crop of the full image
 # instead of the resized one (tests/planted/ex11_random_crop_of_the_full_image) 0.14, 0.21, 0.22 (seeds 0-2).
+# workshop, 8 epochs, 1 run (seed 0; 243 s on this box): the solution 0.78 (epochs 6-8: 0.778, 0.755, 0.807); with no
+# spread measured there, its margin is wide.
 ACCURACY_EPOCHS = 3
-MIN_ACCURACY = {"ci": 0.25}
+MIN_ACCURACY = {"ci": 0.25, "workshop": 0.6}
 # ---- helpers ----------------------------------------------------------------------------------
 
 @contextmanager
@@ -446,7 +453,7 @@ def _training_epochs(module: ModuleType, loader: Any) -> Any:
     return one_pass
 
 
-def twice_the_original_throughput(ex: ModuleType) -> Comparison:
+def beats_the_original_throughput(ex: ModuleType) -> Comparison:
     from loaderlab import original_training_script as original
 
     loaders: dict[str, Any] = {}
@@ -459,7 +466,8 @@ def twice_the_original_throughput(ex: ModuleType) -> Comparison:
         return compare(_training_epochs(original, loaders["original"]), _training_epochs(ex, loaders["yours"]),
                        rounds=3, count=count_batch, warmup_items=BATCH_SIZE, max_items=TIMED_BATCHES * BATCH_SIZE,
                        unit="images", name="your training loop", baseline_name="the original script",
-                       target_for_free_cores=lambda free: min(ORIGINAL_TARGET, free))
+                       target_for_free_cores=lambda free: min(ORIGINAL_TARGET_CAP,
+                                                                         ORIGINAL_TARGET_PER_FREE_CORE * free))
 
     with no_leaks("timing training against the original"):
         try:
