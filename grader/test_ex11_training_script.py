@@ -1,0 +1,101 @@
+"""Exercise 11 (the capstone): a training script, graded in steps, one check per defect of the shipped script:
+bad input; uint8 items normalised per batch; workers; labels; augmentation and order; device options and timing;
+then time to accuracy against the frozen original (throughput, data stall, accuracy after the epoch budget)."""
+
+import pytest
+
+EXERCISE = "ex11_training_script"
+pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make test`
+
+
+@pytest.mark.step(1, "bad input")
+def test_undecodable_image_raises_naming_the_file(grade):
+    """ShapesFolder over a folder holding undecodable JPEGs (truncated, empty, bad header, not a JPEG) raises an error
+    naming each file, and an epoch of the train loader (num_workers=0) stops at one, naming it."""
+    grade()
+
+
+@pytest.mark.step(2, "uint8 to the end")
+def test_uint8_items_normalised_per_batch(grade):
+    """Items are uint8 (3, 64, 64) tensors, train and val; train batches uint8 with int64 labels; to_model_input makes
+    float32 equal to (x / 255 - MEAN) / STD within 1e-5."""
+    grade()
+
+
+@pytest.mark.step(3, "workers")
+def test_train_loader_uses_workers(grade):
+    """make_loaders(num_workers=None) gives the train loader 1 to usable_cores() worker processes; an explicit count
+    is passed through unchanged."""
+    grade()
+
+
+@pytest.mark.step(4, "labels")
+def test_labels_follow_class_folders(grade):
+    """A split linked two folders deeper than the data folder gets each file's class folder index (sorted names) as
+    its label, in `targets` and in every item."""
+    grade()
+
+
+@pytest.mark.step(5, "augmentation and order")
+def test_train_items_augmented_on_every_read(grade):
+    """Six reads of one train item are not all the same crop (flipped or not)."""
+    grade()
+
+
+@pytest.mark.step(5, "augmentation and order")
+def test_augmentation_differs_between_workers_and_epochs(grade):
+    """Over copies of one image with 2 workers, worker 0's batch differs from worker 1's, and epoch 2's from epoch 1's."""
+    grade()
+
+
+@pytest.mark.step(5, "augmentation and order")
+def test_epochs_are_new_permutations(grade):
+    """The train loader's sampler gives every sample once per epoch, in a new order each epoch (not the file order,
+    at most 20% of consecutive pairs kept from the epoch before)."""
+    grade()
+
+
+@pytest.mark.step(5, "augmentation and order")
+def test_val_items_are_centre_crops(grade):
+    """Val items are the same on every pass, in file order, within 4 levels on average (8 at worst) of the reference
+    short-side-72 resize and centre 64 crop; the val loader keeps file order."""
+    grade()
+
+
+@pytest.mark.step(6, "device options and timing")
+def test_pin_memory_only_for_cuda(grade):
+    """pin_memory is set on both loaders exactly when the device is CUDA (loaders built, never iterated)."""
+    grade()
+
+
+@pytest.mark.step(6, "device options and timing")
+def test_time_training_leaves_out_warmup(grade):
+    """time_training on a loader whose first batch comes 1.5 s late reports 0.6x to 1.7x the steady rate measured
+    from outside after 2 warm-up batches."""
+    grade()
+
+
+@pytest.mark.step(7, "time to accuracy")
+@pytest.mark.throughput
+@pytest.mark.timeout_s(300)
+def test_twice_the_original_throughput(grade):
+    """Training batches (your loader and to_model_input, the fixed step) reach the original script's throughput
+    times the cores free while timing: 2x on an idle 2-core machine. Five batches per round, interleaved rounds."""
+    grade()
+
+
+@pytest.mark.step(7, "time to accuracy")
+@pytest.mark.throughput
+@pytest.mark.timeout_s(300)
+def test_data_stall_under_bound(grade):
+    """After a warm-up, the training loop waits for data at most the stated share of its time (StallMeter)."""
+    grade()
+
+
+@pytest.mark.step(7, "time to accuracy")
+@pytest.mark.throughput
+@pytest.mark.timeout_s(900)
+def test_accuracy_after_the_epoch_budget(grade):
+    """After the profile's epoch budget (fixed model, optimiser, seed), val accuracy reaches the reference solution's
+    level less a margin."""
+    grade()
