@@ -149,8 +149,9 @@ class BatchCropFlip:
 # ---- training, measured -----------------------------------------------------------------------
 
 def model_input(images: torch.Tensor, device: torch.device | str) -> torch.Tensor:
-    """A uint8 (N, 3, S, S) batch copied to `device`, then scaled to 0..1 and normalised there, all at once."""
-    images = images.to(device, non_blocking=True)
+    """A uint8 (N, 3, S, S) batch copied to `device` (without blocking only from pinned memory), then scaled to 0..1
+    and normalised there, all at once."""
+    images = images.to(device, non_blocking=images.is_pinned())
     mean = torch.tensor(MEAN, device=images.device).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=images.device).view(1, 3, 1, 1)
     return (images.float().div_(255) - mean) / std
