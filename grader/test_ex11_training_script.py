@@ -57,7 +57,7 @@ def test_epochs_are_new_permutations(grade):
 
 @pytest.mark.step(5, "augmentation and order")
 def test_val_items_are_centre_crops(grade):
-    """Val items are the same on every pass, in file order, within 4 levels on average (8 at worst) of the reference
+    """Val items are the same on every pass, in file order, within 6 levels on average (14 at worst) of the reference
     short-side-72 resize and centre 64 crop; the val loader keeps file order."""
     grade()
 
@@ -70,7 +70,7 @@ def test_pin_memory_only_for_cuda(grade):
 
 @pytest.mark.step(6, "device options and timing")
 def test_time_training_leaves_out_warmup(grade):
-    """time_training on a loader whose first batch comes 1.5 s late reports 0.6x to 1.7x the steady rate measured
+    """time_training on a loader whose first batch comes 1.0 s late reports 0.6x to 1.7x the steady rate measured
     from outside after 2 warm-up batches."""
     grade()
 
@@ -78,9 +78,10 @@ def test_time_training_leaves_out_warmup(grade):
 @pytest.mark.step(7, "time to accuracy")
 @pytest.mark.throughput
 @pytest.mark.timeout_s(300)
-def test_twice_the_original_throughput(grade):
-    """Training batches (your loader and to_model_input, the fixed step) reach the original script's throughput
-    times the cores free while timing: 2x on an idle 2-core machine. Five batches per round, interleaved rounds."""
+def test_beats_the_original_throughput(grade):
+    """Training batches (your loader and to_model_input, the fixed step) reach 0.8x the original script's throughput
+    per core free while timing, at most 1.6x (reached on an idle 2-core machine). Five batches per round, interleaved
+    rounds."""
     grade()
 
 
@@ -88,7 +89,7 @@ def test_twice_the_original_throughput(grade):
 @pytest.mark.throughput
 @pytest.mark.timeout_s(300)
 def test_data_stall_under_bound(grade):
-    """After a warm-up, the training loop waits for data at most the stated share of its time (StallMeter)."""
+    """After a warm-up, the training loop waits for data at most 30% of its time (StallMeter, measured from outside)."""
     grade()
 
 
@@ -96,6 +97,7 @@ def test_data_stall_under_bound(grade):
 @pytest.mark.throughput
 @pytest.mark.timeout_s(900)
 def test_accuracy_after_the_epoch_budget(grade):
-    """After the profile's epoch budget (fixed model, optimiser, seed), val accuracy reaches the reference solution's
-    level less a margin."""
+    """After the profile's epoch budget (fixed model, optimiser, seed), the val accuracy of the last 3 epochs reaches
+    the reference solution's level less a margin: 0.25 on ci (12 epochs, seconds), 0.6 on workshop (8 epochs, about
+    4 minutes on 2 cores)."""
     grade()

@@ -18,6 +18,7 @@ from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
 
 PLANTED = REPO_ROOT / "tests" / "planted"
+STUBS = REPO_ROOT / "tests" / "stubs"  # complete, runnable stubs: each check fails them for its own reason
 ALTERNATIVES = REPO_ROOT / "tests" / "alternatives"
 BUSY_RETRIES = 2  # a core-scaled target measured on a busy machine is retried this often
 EXERCISES = [exercise.name for exercise in catalog.exercises()]
@@ -90,6 +91,13 @@ def _alternatives() -> dict[str, Alternative]:
 ALTERNATIVE_IMPLEMENTATIONS = _alternatives()
 
 
+def stub_failures(exercise: str) -> dict[str, str] | None:
+    """For a stub that is a complete program (tests/stubs/README.md): each untimed check and the words its failure
+    on the untouched stub must hold; None for a stub that raises NotImplementedError at its TODOs."""
+    table = STUBS / f"{exercise}.toml"
+    return tomllib.loads(table.read_text())["fails"] if table.is_file() else None
+
+
 def test_every_planted_folder_says_what_must_catch_it() -> None:
     folders = {p.name for p in PLANTED.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
     assert folders == set(PLANTED_IMPLEMENTATIONS), "each planted folder needs an expect.toml (see tests/planted/README.md)"
@@ -107,16 +115,32 @@ def test_every_check_is_proven_able_to_fail(exercise: str) -> None:
     """A check that cannot fail is a defect: each one must catch at least one planted implementation."""
     named = {check for p in PLANTED_IMPLEMENTATIONS.values() if p.exercise == exercise
              for check in (p.caught_by, p.too_slow_for) if check}
+    named |= set(stub_failures(exercise) or {})  # a complete stub's planted defects, each failing its check
     never = [check for check in checks_of(exercise) if check not in named]
     assert not never, f"{exercise}: no planted implementation in tests/planted/ is caught by {never}"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_untouched_stub_reads_not_started(exercise: str) -> None:
+    expected = stub_failures(exercise)
+    if expected is not None:
+        _untouched_complete_stub_fails_each_check_for_its_reason(exercise, expected)
+        return
     checks = checks_of(exercise)
     results = run_checks_together(REPO_ROOT / "exercises", exercise, checks, timeout_s=60 + 10 * len(checks))
     for check, result in results.items():
         assert result.status == NOT_STARTED, f"{check} on the stub: {result.explain()}"
+        assert "TODO" in result.message, f"{check}: the message should point at the TODO: {result.message}"
+
+
+def _untouched_complete_stub_fails_each_check_for_its_reason(exercise: str, expected: dict[str, str]) -> None:
+    """A stub that is a complete program with planted defects: every untimed check fails it, with its words."""
+    checks = checks_of(exercise, timed=False)
+    assert sorted(expected) == sorted(checks), f"tests/stubs/{exercise}.toml must list exactly the untimed checks {checks}"
+    results = run_checks_together(REPO_ROOT / "exercises", exercise, checks, timeout_s=60 + 10 * len(checks))
+    for check, result in results.items():
+        assert result.status == FAIL, f"{check} on the stub: expected a coaching failure, got {result.explain()}"
+        assert expected[check] in result.message, f"{check} failed the stub, but not for its planted reason: {result.message}"
         assert "TODO" in result.message, f"{check}: the message should point at the TODO: {result.message}"
 
 

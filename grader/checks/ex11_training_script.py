@@ -3,7 +3,7 @@ script, each on its own and cheap (a few items, a sampler's indices, a loader th
 then the timed and trained checks against the frozen original (`loaderlab.original_training_script`).
 
 The temporary data folders these checks build sit at the depth of the real data folder (under `.grader/`), so only
-the label check, which moves the depth on purpose, sees a split somewhere else. Every failure names the TODO of the
+the label check, which moves the depth on purpose, sees a split somewhere else. Every correctness failure names the TODO of the
 shipped script where the fix belongs.
 """
 
@@ -33,26 +33,38 @@ from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD,
 PRELOAD = ("torch", "torchvision")
 
 NORMALISE_TOLERANCE = 1e-5   # to_model_input against (x / 255 - MEAN) / STD in float32: rounding only
-# Val items against the reference (full decode, Pillow bilinear resize of the short side to RESIZE, centre crop).
-# JPEG draft mode before the resize moves pixels a little; measured on ci's first 10 val images: draft + resize
-# 0.0 levels on average (no draft at this size ... see tests/test_module_08.py), full decode 0.0.
-VAL_MEAN_TOLERANCE = 4.0
-VAL_WORST_TOLERANCE = 8.0
+# Val items against the reference (full decode, Pillow bilinear resize of the short side to RESIZE, centre crop),
+# measured on ci's val images (one run; decoding is deterministic): the solution's JPEG draft mode + resize differs by
+# 2.1 levels on average, 3.3 at worst over the 10 checked (2.9 and 8.0 over all 50); a top-left crop or a flipped
+# centre crop differs by 38-39 on average, 26 at the least.
+VAL_MEAN_TOLERANCE = 6.0
+VAL_WORST_TOLERANCE = 14.0
 READS_PER_ITEM = 6           # reads of one train item: a fresh crop and flip each time repeats all 6 with p < 1e-6
 WARMUP_FOR_TIMING = 2        # warm-up batches the time_training check passes
-SLOW_FIRST_BATCH_S = 1.5     # the first batch of the time_training check's loader comes this late
+SLOW_FIRST_BATCH_S = 1.0     # the first batch of the time_training check's loader comes this late
 TIMED_BATCHES = 5            # training batches per timed round (after one untimed batch), on any profile
-# Training throughput against the frozen original, per core free while timing (loaderlab.machine.free_cores):
-# TODO calibrate
-ORIGINAL_TARGET_PER_FREE_CORE = 1.0
-# Data-stall fraction of one training epoch after a warm-up epoch (StallMeter, first batch of the pass left out):
-# TODO calibrate
-MAX_STALL_FRACTION = 0.5
-# Val accuracy after the profile's epoch budget (loaderlab.training.EPOCHS), trained by grader.capstone's driver:
-# TODO calibrate
-MIN_ACCURACY = {"ci": 0.2, "workshop": 0.5}
-
-
+# Training throughput against the frozen original, per core free while timing (loaderlab.machine.free_cores; a busy
+# machine asks less): 1.6x on an idle 2-core machine. Measured on this 2-core box, 5 batches per round, 3 interleaved
+# rounds: ci, 3 runs: the solution 3.51x (2.0 free), 2.94x (1.6 free), 3.68x (1.2 free), single rounds 2.75-3.95x;
+# workshop, 2 runs: 2.00x (2.0 free, rounds 1.90-2.17x) and 2.01x (1.6 free, rounds 1.99-2.04x). ci's short epochs
+# (7 batches) let the workers fall idle, so the model gets both cores; on workshop's long epochs two workers and the
+# model's two threads share the 2 cores, which is the steady state. The original against itself: 0.96x and 0.97x
+# (ci, 2.0 free; 2 runs).
+ORIGINAL_TARGET_PER_FREE_CORE = 0.8
+ORIGINAL_TARGET_CAP = 1.6
+# Data-stall fraction of one training epoch after a warm-up (StallMeter, the first batch of the pass left out).
+# Measured on this 2-core box: ci (6 batches), 3 runs: the solution 3-4%; workshop (10 batches), 1 run: 3%;
+# `make capstone` on workshop, 8 epochs: 3-4% every epoch. The original 75% (ci, 2 runs).
+MAX_STALL_FRACTION = 0.3
+# Val accuracy after the profile's epoch budget (loaderlab.training.EPOCHS), trained by grader.capstone's driver with
+# the fixed model, optimiser and seed, as the mean over the budget's last ACCURACY_EPOCHS epochs (ci's val split is
+# 50 images: one epoch's figure moves by 0.1 from epoch to epoch). Measured on this 2-core box, ci, 12 epochs, one run
+# per seed: the solution 0.33, 0.35, 0.28, 0.31, 0.34 (seeds 0-4; spread 0.28-0.35); a random crop of the full image
+# instead of the resized one (tests/planted/ex11_random_crop_of_the_full_image) 0.14, 0.21, 0.22 (seeds 0-2).
+# workshop, 8 epochs, 1 run (seed 0; 243 s on this box): the solution 0.78 (epochs 6-8: 0.778, 0.755, 0.807); with no
+# spread measured there, its margin is wide.
+ACCURACY_EPOCHS = 3
+MIN_ACCURACY = {"ci": 0.25, "workshop": 0.6}
 # ---- helpers ----------------------------------------------------------------------------------
 
 @contextmanager
@@ -441,7 +453,7 @@ def _training_epochs(module: ModuleType, loader: Any) -> Any:
     return one_pass
 
 
-def twice_the_original_throughput(ex: ModuleType) -> Comparison:
+def beats_the_original_throughput(ex: ModuleType) -> Comparison:
     from loaderlab import original_training_script as original
 
     loaders: dict[str, Any] = {}
@@ -454,7 +466,8 @@ def twice_the_original_throughput(ex: ModuleType) -> Comparison:
         return compare(_training_epochs(original, loaders["original"]), _training_epochs(ex, loaders["yours"]),
                        rounds=3, count=count_batch, warmup_items=BATCH_SIZE, max_items=TIMED_BATCHES * BATCH_SIZE,
                        unit="images", name="your training loop", baseline_name="the original script",
-                       target_for_free_cores=lambda free: ORIGINAL_TARGET_PER_FREE_CORE * free)
+                       target_for_free_cores=lambda free: min(ORIGINAL_TARGET_CAP,
+                                                                         ORIGINAL_TARGET_PER_FREE_CORE * free))
 
     with no_leaks("timing training against the original"):
         try:
@@ -511,15 +524,21 @@ def accuracy_after_the_epoch_budget(ex: ModuleType) -> None:
     from grader.capstone import describe, train_measured
 
     profile = active_profile()
+    level = MIN_ACCURACY.get(profile)
+    if level is None:
+        print(f"no accuracy target is calibrated for the '{profile}' profile yet: graded on 'ci' "
+              "(LOADERLAB_PROFILE=ci); `make capstone` trains the full budget here and prints the time to accuracy.")
+        return
     epochs = epochs_for(profile)
-    level = MIN_ACCURACY.get(profile, MIN_ACCURACY["workshop"])
     with no_leaks("training for the epoch budget"):
         run = within(900, f"training for the '{profile}' budget of {epochs} epochs",
                      lambda: train_measured(ex, dataset_dir(), epochs, "cpu", SEED,
                                             progress=lambda record: print(describe(record), flush=True)))
-    accuracy = run.final_accuracy or 0.0
+    last = [record.val_accuracy for record in run.records[-ACCURACY_EPOCHS:]]
+    accuracy = sum(last) / len(last) if last else 0.0
     assert accuracy >= level, (
-        f"after the '{profile}' budget of {epochs} epochs the val accuracy is {accuracy:.1%}, below the {level:.0%} the "
-        "reference solution reaches less a margin: the data the model trains on is not the data it is judged on. "
-        "Check that train items are random crops of the image resized to a short side of RESIZE (not of the full "
-        "image), that labels stay with their images, and that to_model_input normalises as the checks above say.")
+        f"after the '{profile}' budget of {epochs} epochs the val accuracy is {accuracy:.1%} (the mean of the last "
+        f"{len(last)} epochs), below the {level:.0%} the reference solution reaches less a margin: the model learns "
+        "from other pictures than those it is judged on. Check that train items are random crops of the image "
+        f"resized to a short side of {RESIZE} (not of the full-size image), that labels stay with their images, and "
+        "that to_model_input normalises as the checks above say.")
