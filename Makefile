@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.install
 
-.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook
+.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ grade: $(INSTALLED)  ## grade your exercises [NAME="your name": saved with your 
 
 progress: $(INSTALLED)  ## where you are: every exercise and step from your saved grades, and what to do next
 	$(PY) -m grader.progress
+
+capstone: $(INSTALLED)  ## train your exercise-11 script for the profile's full epoch budget: time to accuracy, images/s and data stall per epoch, saved to .grader/capstone.json
+	$(PY) -m grader.capstone
 
 playbook: $(INSTALLED)  ## the page you keep: this machine, your measured figures per module, the capstone's run (.grader/playbook.md and .html)
 	$(PY) -m grader.playbook
