@@ -1,0 +1,61 @@
+"""Exercise 12: exact epochs over several ranks, graded in steps: one epoch split (in one process); real ranks
+(2 and 3, gloo on 127.0.0.1, with a time limit); DataLoader workers; bad input. No timed check: the lesson is
+correctness, and 2 cores cannot show a data-parallel speed-up honestly."""
+
+import pytest
+
+EXERCISE = "ex12_distributed_epochs"
+pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make test`
+
+
+@pytest.mark.step(1, "one epoch split")
+def test_evaluation_covers_every_sample_once(grade):
+    """Evaluation: the ranks' shares hold every index of range(N) exactly once (no padding), for N that divides by
+    world_size and N that does not, more ranks than samples, and N = 0; len(sampler) counts what it yields."""
+    grade()
+
+
+@pytest.mark.step(1, "one epoch split")
+def test_training_ranks_get_equal_batch_counts(grade):
+    """Training: every rank yields the same number of indices, as TRAINING_POLICY states ('drop': N // world_size
+    each, none twice; 'pad': ceil(N / world_size) each, every sample at least once), so DataLoaders of any
+    batch size have equal batch counts."""
+    grade()
+
+
+@pytest.mark.step(1, "one epoch split")
+def test_set_epoch_changes_the_order(grade):
+    """set_epoch(e) chooses the training order: epochs 0 and 1 differ, epoch 0 again is epoch 0, two samplers with
+    the same seed agree, another seed gives another order."""
+    grade()
+
+
+@pytest.mark.step(2, "real ranks")
+@pytest.mark.timeout_s(90)
+def test_real_ranks_train_in_lockstep(grade):
+    """On 2 and 3 real ranks (gloo, 127.0.0.1), a training loop with an all_reduce after every batch finishes within
+    the time limit for 2 epochs, and the batches the ranks loaded obey the policy in each epoch."""
+    grade()
+
+
+@pytest.mark.step(2, "real ranks")
+@pytest.mark.timeout_s(90)
+def test_exact_mean_over_real_ranks(grade):
+    """On 2 ranks over 7 samples and 3 over 11, exact_mean of the evaluation shares' scores is the mean over all
+    samples, each counted once, on every rank (within 1e-9)."""
+    grade()
+
+
+@pytest.mark.step(3, "workers")
+@pytest.mark.timeout_s(120)
+def test_stream_keeps_the_order_for_any_worker_count(grade):
+    """A DataLoader over WorkerSplitStream(sampler, 3) gives the sampler's indices once each, in the sampler's order
+    and batches, with 0, 2 and 3 workers."""
+    grade()
+
+
+@pytest.mark.step(4, "bad input")
+def test_bad_input_gets_a_clear_error(grade):
+    """A rank of 2 or -1 for world_size=2, world_size=0 or dataset_size=-1 raises ValueError when the sampler is made
+    (or first iterated)."""
+    grade()
