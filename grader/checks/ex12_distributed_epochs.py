@@ -33,6 +33,9 @@ RANK_EPOCHS = 2
 # Once every rank has joined the group (starting, and importing torch under spawn, is not counted): the work is
 # a dozen small batches, well under a second; a rank still running after this is waiting for a partner.
 RANK_TIMEOUT_S = 10.0
+# To start and join the group: milliseconds under fork; under spawn each rank imports torch first, 7 s for both
+# runs of a check measured on 2 cores. Two runs per check must fit its 90 s limit with room to report.
+RANK_STARTUP_S = 30.0
 STREAM_SIZE, STREAM_WORLD, STREAM_RANK, STREAM_BATCH = 23, 2, 1, 3
 STREAM_WORKERS = (0, 2, 3)            # one rank's stream; under spawn each worker start costs a torch import
 MEAN_TOLERANCE = 1e-9
@@ -237,7 +240,7 @@ def real_ranks_train_in_lockstep(ex: ModuleType) -> None:
         what = (f"{world_size} ranks training over {dataset_size} samples, batch_size={RANK_BATCH}, "
                 f"{RANK_EPOCHS} epochs, an all_reduce after every batch")
         with no_leaks(what):
-            results = run_ranks(_train_on_rank, world_size, timeout_s=RANK_TIMEOUT_S,
+            results = run_ranks(_train_on_rank, world_size, timeout_s=RANK_TIMEOUT_S, startup_timeout_s=RANK_STARTUP_S,
                                 args=(ex.__name__, dataset_size, RANK_BATCH, RANK_EPOCHS, 7))
         if not all(r.ok for r in results):
             lengths = {rank: len(_drawn(_sampler(ex, dataset_size, world_size, rank, True, 7), 'the sampler', dataset_size))
@@ -263,7 +266,7 @@ def exact_mean_over_real_ranks(ex: ModuleType) -> None:
     for world_size, dataset_size in ((2, 7), (3, 11)):
         what = f"exact_mean on {world_size} ranks over {dataset_size} samples"
         with no_leaks(what):
-            results = run_ranks(_evaluate_on_rank, world_size, timeout_s=RANK_TIMEOUT_S,
+            results = run_ranks(_evaluate_on_rank, world_size, timeout_s=RANK_TIMEOUT_S, startup_timeout_s=RANK_STARTUP_S,
                                 args=(ex.__name__, dataset_size, RANK_BATCH))
         if not all(r.ok for r in results):
             raise _rank_failure(results, what, "every rank must call exact_mean (it is a collective), and return.")
