@@ -232,7 +232,7 @@ def exercise_rows(exercise: Exercise, entry: dict[str, Any] | None, commit: str 
                 cell, missing[check.name] = _missing(exercise, check, saved.get(check.name), gpu)
             rows.append(first + [check.name, cell, "-", "-", "-", "-"])
     if not timed:
-        rows.append(lead + ["(none timed)", "-", "-", "-", "-", "-"])
+        rows.append(lead + ["(none timed)", NOT_GRADED if entry is None else "-", "-", "-", "-", "-"])
     if entry is None:
         return rows, [f"{exercise.short}: not graded yet; `make grade` (or `make watch EX={exercise.short}`) grades "
                       "it and saves its figures."]
