@@ -1,5 +1,6 @@
-"""Module 09's helper: loaderlab.distributed runs a function on real ranks (gloo on 127.0.0.1) and reports
-what each returned, raised, or where it hung, leaving no process behind and nothing listening beyond loopback."""
+"""Module 09's helpers: loaderlab.distributed runs a function on real ranks (gloo on 127.0.0.1) and reports
+what each returned, raised, or where it hung, leaving no process behind and nothing listening beyond loopback;
+loaderlab.ranks_lab holds what notebook 09 runs on those ranks."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import psutil
 import pytest
 import torch
 import torch.distributed as dist
+from torch.utils.data import DataLoader
 
+from loaderlab import ranks_lab
 from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RanksFailed, run_ranks, values
+from loaderlab.ranks_lab import WorkerStream
 
 TIMEOUT_S = 15.0
 
@@ -110,3 +114,51 @@ def test_a_rank_that_dies_and_a_value_that_cannot_travel_are_named() -> None:
 def test_bad_world_size_is_refused() -> None:
     with pytest.raises(ValueError, match="world_size"):
         run_ranks(_reduce_ranks, 0)
+
+
+# ---- loaderlab.ranks_lab: what notebook 09 runs on real ranks -------------------------------------------------
+
+def test_distributed_sampler_pads_and_drops_where_the_exact_split_does_not() -> None:
+    got = values(run_ranks(ranks_lab.distributed_sampler_evaluation_on_rank, 3, args=(10,), timeout_s=TIMEOUT_S))
+    shares = {way: [g["shares"][way] for g in got] for way in ("padded", "drop_last", "exact")}
+    assert shares["padded"] == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
+    assert sorted(sum(shares["drop_last"], [])) == list(range(9))
+    assert sorted(sum(shares["exact"], [])) == list(range(10))
+    truth = sum(ranks_lab.sample_loss(i) for i in range(10)) / 10
+    assert all(abs(g["means"]["exact"] - truth) < 1e-12 for g in got)
+    assert abs(got[0]["means"]["padded"] - truth) > 1e-3
+
+
+def test_unequal_batch_counts_fail_or_hang_and_even_ones_return() -> None:
+    left = run_ranks(ranks_lab.train_on_rank, 2, args=(13, 2, False, False), timeout_s=TIMEOUT_S)
+    assert [r.status for r in left] == [RAISED, RETURNED] and left[1].value == 3
+    assert "rank 0: raised" in ranks_lab.outcome(left[0])
+    hung = run_ranks(ranks_lab.train_on_rank, 2, args=(13, 2, False, True), timeout_s=2.0)
+    assert [r.status for r in hung] == [HUNG, HUNG]
+    if hasattr(__import__("signal"), "SIGUSR1"):
+        assert "all_reduce" in ranks_lab.outcome(hung[0]) and "barrier" in ranks_lab.outcome(hung[1])
+    assert values(run_ranks(ranks_lab.train_on_rank, 2, args=(13, 2, True, False), timeout_s=TIMEOUT_S)) == [3, 3]
+
+
+def test_shard_slots_leave_workers_idle_and_the_sample_split_evens_ranks_out() -> None:
+    sizes = (10, 10, 10, 7)
+    by_shard = values(run_ranks(ranks_lab.load_shards_on_rank, 2, args=(sizes, 3, 4, "shards"), timeout_s=TIMEOUT_S))
+    assert [g["batches"] for g in by_shard] == [9, 2] and by_shard[1]["samples"] == {0: 7, 1: 0, 2: 0}
+    by_sample = values(run_ranks(ranks_lab.load_shards_on_rank, 2, args=(sizes, 3, 4, "samples"), timeout_s=TIMEOUT_S))
+    assert [g["batches"] for g in by_sample] == [5, 5]
+    assert [sum(g["samples"].values()) for g in by_sample] == [18, 18]
+
+
+def test_whole_batches_per_worker_keep_the_order_and_single_samples_do_not() -> None:
+    indices = [5, 3, 9, 0, 7, 1, 8, 2, 6, 4, 10]
+    expected = [indices[i:i + 3] for i in range(0, len(indices), 3)]
+
+    def batches(by: str, workers: int) -> list[list[int]]:
+        return [b.tolist() for b in DataLoader(WorkerStream(indices, 3, by), batch_size=3, num_workers=workers,
+                                               timeout=30 if workers else 0)]
+
+    assert batches("batch", 0) == batches("batch", 2) == expected
+    assert batches("sample", 2) != expected and sorted(sum(batches("sample", 2), [])) == sorted(indices)
+    with pytest.raises(ValueError, match="by"):
+        WorkerStream(indices, 3, "shard")
+
