@@ -1,10 +1,12 @@
 """Module 09's helpers: loaderlab.distributed runs a function on real ranks (gloo on 127.0.0.1) and reports
 what each returned, raised, or where it hung, leaving no process behind and nothing listening beyond loopback;
-loaderlab.ranks_lab holds what notebook 09 runs on those ranks."""
+loaderlab.ranks_lab holds what notebook 09 runs on those ranks; the notebook's shape."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import re
 import time
 
 import psutil
@@ -15,6 +17,7 @@ from torch.utils.data import DataLoader
 
 from loaderlab import ranks_lab
 from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RanksFailed, run_ranks, values
+from loaderlab.paths import REPO_ROOT
 from loaderlab.ranks_lab import WorkerStream
 
 TIMEOUT_S = 15.0
@@ -161,4 +164,16 @@ def test_whole_batches_per_worker_keep_the_order_and_single_samples_do_not() -> 
     assert batches("sample", 2) != expected and sorted(sum(batches("sample", 2), [])) == sorted(indices)
     with pytest.raises(ValueError, match="by"):
         WorkerStream(indices, 3, "shard")
+
+
+# ---- notebook 09 and quiz 09 ------------------------------------------------------------------------------------
+
+def test_notebook_09_runs_its_ranks_from_loaderlab_and_ends_with_exercise_12_and_the_quiz() -> None:
+    cells = json.loads((REPO_ROOT / "notebooks" / "09_beyond_one_machine.ipynb").read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    assert re.search(r"takes about .* on 2 cores", markdown[0]), "say at the top how long the notebook takes on 2 cores"
+    assert not [s for s in code if re.search(r"^def \w+\(rank", s, re.M)], "rank functions belong in loaderlab.ranks_lab"
+    assert all("run_ranks(ranks_lab." in s for s in code if "run_ranks(" in s and "def timed_run" not in s)
+    assert "ex12_distributed_epochs" in markdown[-1] and "grader.quiz 09" in markdown[-1]
 
