@@ -1,6 +1,6 @@
 """Module 09's helpers: loaderlab.distributed runs a function on real ranks (gloo on 127.0.0.1) and reports
 what each returned, raised, or where it hung, leaving no process behind and nothing listening beyond loopback;
-loaderlab.ranks_lab holds what notebook 09 runs on those ranks; the notebook's shape."""
+loaderlab.ranks_lab holds what notebook 09 runs on those ranks; the notebook's shape and quiz 09."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader
 
+from grader import quiz
 from loaderlab import ranks_lab
 from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RanksFailed, run_ranks, values
 from loaderlab.paths import REPO_ROOT
@@ -177,3 +178,9 @@ def test_notebook_09_runs_its_ranks_from_loaderlab_and_ends_with_exercise_12_and
     assert all("run_ranks(ranks_lab." in s for s in code if "run_ranks(" in s and "def timed_run" not in s)
     assert "ex12_distributed_epochs" in markdown[-1] and "grader.quiz 09" in markdown[-1]
 
+
+def test_quiz_09_has_five_to_eight_questions_grounded_in_the_notebook() -> None:
+    module = quiz.load("09")
+    assert 5 <= len(module.questions) <= 8
+    assert all(quiz.grade(module, [q.answer for q in module.questions]))
+    assert all("notebook" in q.why for q in module.questions), "ground every `why` in notebook 09"
