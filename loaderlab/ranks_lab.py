@@ -7,6 +7,7 @@ because a spawn-started rank imports its function by name: one defined in a note
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import warnings
@@ -21,6 +22,24 @@ from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, ge
 from loaderlab.distributed import HUNG, RAISED, RankResult
 
 LOADER_TIMEOUT_S = 60  # a DataLoader worker that sends nothing for this long is an error, not a hang
+# A rank's DataLoader workers: forked from the rank where the platform can fork, as a Linux training job's are by
+# default. A rank started by forkserver would otherwise start its workers through a server of its own, each
+# importing torch anew (seconds per DataLoader on 2 cores); spawn where there is no fork (Windows).
+WORKER_CONTEXT = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def rank_start_method() -> str:
+    """How to start ranks from a process that runs threads (a Jupyter kernel; run_ranks' own store server).
+
+    A child forked from a multi-threaded process can inherit a lock that another thread held at that moment and
+    wait for it forever. 'forkserver' forks each rank from a single-threaded server process, which this call sets
+    to import this module (and torch) once, so ranks still start in milliseconds; 'spawn' where there is no
+    forkserver (Windows).
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    multiprocessing.set_forkserver_preload([__name__])  # read when the server starts, once per process
+    return "forkserver"
 
 
 def all_reduce_on_rank(rank: int, world_size: int) -> tuple[int, float]:
@@ -155,7 +174,8 @@ def load_shards_on_rank(rank: int, world_size: int, shard_sizes: Sequence[int], 
     """One epoch of this rank's DataLoader over `ShardSlotSamples`: batches, and per worker its samples and shards."""
     _allow_more_workers_than_cores()
     loader = DataLoader(ShardSlotSamples(shard_sizes, rank, world_size, split, batch_size), batch_size=batch_size,
-                        num_workers=workers, timeout=LOADER_TIMEOUT_S if workers else 0)
+                        num_workers=workers, timeout=LOADER_TIMEOUT_S if workers else 0,
+                        multiprocessing_context=WORKER_CONTEXT if workers else None)
     samples: Counter[int] = Counter()
     shards: dict[int, set[int]] = {worker: set() for worker in range(max(workers, 1))}
     batches = 0
@@ -205,5 +225,6 @@ def load_with_workers_on_rank(rank: int, world_size: int, dataset_size: int, bat
     for by in ("batch", "sample"):
         loaded[by] = {workers: [batch.tolist() for batch in DataLoader(
             WorkerStream(share, batch_size, by), batch_size=batch_size, num_workers=workers,
-            timeout=LOADER_TIMEOUT_S if workers else 0)] for workers in worker_counts}
+            timeout=LOADER_TIMEOUT_S if workers else 0, multiprocessing_context=WORKER_CONTEXT if workers else None)]
+            for workers in worker_counts}
     return loaded

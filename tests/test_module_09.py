@@ -8,6 +8,7 @@ import ipaddress
 import json
 import re
 import time
+from collections.abc import Callable
 
 import psutil
 import pytest
@@ -17,7 +18,7 @@ from torch.utils.data import DataLoader
 
 from grader import quiz
 from loaderlab import ranks_lab
-from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RanksFailed, run_ranks, values
+from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RankResult, RanksFailed, run_ranks, values
 from loaderlab.paths import REPO_ROOT
 from loaderlab.ranks_lab import WorkerStream
 
@@ -122,8 +123,14 @@ def test_bad_world_size_is_refused() -> None:
 
 # ---- loaderlab.ranks_lab: what notebook 09 runs on real ranks -------------------------------------------------
 
+def _on_ranks(function: Callable[..., object], world_size: int, args: tuple = (),
+              timeout_s: float = TIMEOUT_S) -> list[RankResult]:
+    """run_ranks as notebook 09 starts them (forkserver where there is one)."""
+    return run_ranks(function, world_size, args=args, timeout_s=timeout_s, start_method=ranks_lab.rank_start_method())
+
+
 def test_distributed_sampler_pads_and_drops_where_the_exact_split_does_not() -> None:
-    got = values(run_ranks(ranks_lab.distributed_sampler_evaluation_on_rank, 3, args=(10,), timeout_s=TIMEOUT_S))
+    got = values(_on_ranks(ranks_lab.distributed_sampler_evaluation_on_rank, 3, (10,)))
     shares = {way: [g["shares"][way] for g in got] for way in ("padded", "drop_last", "exact")}
     assert shares["padded"] == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
     assert sorted(sum(shares["drop_last"], [])) == list(range(9))
@@ -134,21 +141,21 @@ def test_distributed_sampler_pads_and_drops_where_the_exact_split_does_not() -> 
 
 
 def test_unequal_batch_counts_fail_or_hang_and_even_ones_return() -> None:
-    left = run_ranks(ranks_lab.train_on_rank, 2, args=(13, 2, False, False), timeout_s=TIMEOUT_S)
+    left = _on_ranks(ranks_lab.train_on_rank, 2, (13, 2, False, False))
     assert [r.status for r in left] == [RAISED, RETURNED] and left[1].value == 3
     assert "rank 0: raised" in ranks_lab.outcome(left[0])
-    hung = run_ranks(ranks_lab.train_on_rank, 2, args=(13, 2, False, True), timeout_s=2.0)
+    hung = _on_ranks(ranks_lab.train_on_rank, 2, (13, 2, False, True), timeout_s=2.0)
     assert [r.status for r in hung] == [HUNG, HUNG]
     if hasattr(__import__("signal"), "SIGUSR1"):
         assert "all_reduce" in ranks_lab.outcome(hung[0]) and "barrier" in ranks_lab.outcome(hung[1])
-    assert values(run_ranks(ranks_lab.train_on_rank, 2, args=(13, 2, True, False), timeout_s=TIMEOUT_S)) == [3, 3]
+    assert values(_on_ranks(ranks_lab.train_on_rank, 2, (13, 2, True, False))) == [3, 3]
 
 
 def test_shard_slots_leave_workers_idle_and_the_sample_split_evens_ranks_out() -> None:
     sizes = (10, 10, 10, 7)
-    by_shard = values(run_ranks(ranks_lab.load_shards_on_rank, 2, args=(sizes, 3, 4, "shards"), timeout_s=TIMEOUT_S))
+    by_shard = values(_on_ranks(ranks_lab.load_shards_on_rank, 2, (sizes, 3, 4, "shards")))
     assert [g["batches"] for g in by_shard] == [9, 2] and by_shard[1]["samples"] == {0: 7, 1: 0, 2: 0}
-    by_sample = values(run_ranks(ranks_lab.load_shards_on_rank, 2, args=(sizes, 3, 4, "samples"), timeout_s=TIMEOUT_S))
+    by_sample = values(_on_ranks(ranks_lab.load_shards_on_rank, 2, (sizes, 3, 4, "samples")))
     assert [g["batches"] for g in by_sample] == [5, 5]
     assert [sum(g["samples"].values()) for g in by_sample] == [18, 18]
 
@@ -175,7 +182,9 @@ def test_notebook_09_runs_its_ranks_from_loaderlab_and_ends_with_exercise_12_and
     markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
     assert re.search(r"takes about .* on 2 cores", markdown[0]), "say at the top how long the notebook takes on 2 cores"
     assert not [s for s in code if re.search(r"^def \w+\(rank", s, re.M)], "rank functions belong in loaderlab.ranks_lab"
-    assert all("run_ranks(ranks_lab." in s for s in code if "run_ranks(" in s and "def timed_run" not in s)
+    started = re.findall(r"\b(?:run_ranks|on_ranks|timed_run)\(([\w.]+)", "\n".join(code))
+    assert started and all(f.startswith("ranks_lab.") or f == "function" for f in started), started
+    assert "START_METHOD = ranks_lab.rank_start_method()" in code[0], "start ranks as ranks_lab.rank_start_method() says"
     assert "ex12_distributed_epochs" in markdown[-1] and "grader.quiz 09" in markdown[-1]
 
 
