@@ -31,9 +31,8 @@ SUM_TOLERANCE = 0.05                   # |sum on the GPU - sum in float64 on the
 TIMED_BATCHES, TIMED_BATCH = 12, 256   # pinned uint8 (256, 3, 224, 224) batches: 38.5 MB each
 # With the step as long as one batch's copy and conversion, a perfect overlap is 2x copy-then-compute. Measured on
 # an NVIDIA H100 80GB HBM3 (torch 2.11, 2026-11-22, one run each): the solution 1.81x, 1.79x, 1.81x; the planted
-# ex09_synchronises_every_copy 0.99x, 0.98x, and a side stream that waits for the caller's before every copy
-# (planted ex09_side_stream_waits_for_the_caller) 1.02x. With the step only as long as the copy, the solution
-# reached 1.53x: the conversion then ran longer than the step hid.
+# ex09_synchronises_every_copy 0.99x, 0.98x, and the planted ex09_host_waits_for_the_side_stream 1.02x. With the
+# step only as long as the copy, the solution reached 1.53x: the conversion then ran longer than the step hid.
 OVERLAP_TARGET = 1.5
 WORKER_TIMEOUT_S = 20  # the DataLoader's own timeout in the checks that start workers: its error, not a hang
 
