@@ -13,13 +13,14 @@ torchvision, numpy, Pillow and matplotlib are needed: what a bare GPU image has.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from loaderlab.paths import REPO_ROOT
@@ -44,36 +45,35 @@ def code_cells(notebook: Path) -> list[str]:
             for source in sources]
 
 
-def solutions_as_exercises() -> None:
-    """Make `exercises.exNN_name` import `solutions.exNN_name` (those whose packages are installed): the
-    reference measures the course's own code."""""
+def solutions_as_exercises(names: Iterable[str]) -> None:
+    """Make `exercises.<name>` import `solutions.<name>` for each exercise named: the reference measures the
+    course's own code. Only those the notebook names are imported (exercise 07's imports TensorFlow, which
+    crashes beside torch in one process, and which a GPU image may lack)."""
     import exercises
     import solutions
 
-    for path in sorted(Path(solutions.__file__).parent.glob("ex*.py")):
-        try:
-            module = importlib.import_module(f"solutions.{path.stem}")
-        except ModuleNotFoundError:  # e.g. exercise 07 needs TensorFlow, which a GPU image may lack
-            continue
-        sys.modules[f"exercises.{path.stem}"] = module
-        setattr(exercises, path.stem, module)
+    for name in sorted(set(names)):
+        if (Path(solutions.__file__).parent / f"{name}.py").is_file():
+            module = importlib.import_module(f"solutions.{name}")
+            sys.modules[f"exercises.{name}"] = module
+            setattr(exercises, name, module)
 
 
 def run_notebook(notebook: Path) -> None:
     """Execute the notebook's code cells in this process, in one namespace, printing each cell's time."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    solutions_as_exercises()
+    matplotlib.use("Agg")  # before pyplot is imported: the figures go nowhere
+    import matplotlib.pyplot as plt
+
+    cells = code_cells(notebook)
+    solutions_as_exercises(re.findall(r"\bex\d{2}_\w+", "\n".join(cells)))
     namespace: dict[str, object] = {"__name__": "__main__"}
-    for number, source in enumerate(code_cells(notebook), start=1):
+    for number, source in enumerate(cells, start=1):
         start = time.perf_counter()
         print(f"--- {notebook.name}, code cell {number}", flush=True)
         exec(compile(source, f"{notebook.name}[code cell {number}]", "exec"), namespace)
-        with contextlib.suppress(Exception):
-            import matplotlib.pyplot as plt
-
-            plt.close("all")
+        plt.close("all")
         print(f"--- code cell {number}: {time.perf_counter() - start:.1f} s", flush=True)
 
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         raise SystemExit("reference figures are measured on a CUDA GPU, and this machine has none")
     environment = os.environ | {"LOADERLAB_PROFILE": args.profile, "LOADERLAB_SAVE_REFERENCE": "1",
-                                "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"}
+                                "PYTHONUNBUFFERED": "1"}
     failed = []
     for module in args.modules:
         command = [sys.executable, "-m", "loaderlab.gpu_reference", "--in-process", module]
