@@ -28,7 +28,7 @@ from grader import preload, shm_ledger  # importing shm_ledger starts the ledger
 from grader.hints import crash_advice
 from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, TIMEOUT, CheckResult
 from loaderlab.bench import Comparison
-from loaderlab.machine import total_ram_bytes
+from loaderlab.machine import total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT
 
 OUTPUT_TAIL_CHARS = 2000
@@ -36,17 +36,22 @@ START_METHOD_ENV = "LOADERLAB_START_METHOD"  # the child's default multiprocessi
 MEMORY_CAP_ENV = "LOADERLAB_MEMORY_CAP_GB"   # overrides the default cap below
 MEMORY_POLL_S = 0.25
 KILLED_EXIT_WAIT_S = 30.0  # for a killed child's exit to be reported
-# The most a check's processes may hold together (resident memory summed over the process tree): a runaway
-# stops here instead of taking the machine down. See memory_cap_bytes for how it was chosen.
+# The most a check's processes may hold together (memory summed over the process tree): a runaway stops here
+# instead of taking the machine down. See memory_cap_bytes for how it was chosen.
 DEFAULT_MEMORY_CAP_GIB = 6.0
+# More per usable core past two: the course's own loaders start a worker per core, a train and a val loader each
+# (exercise 11's solution on a 16-core GPU machine went past 6 GiB of summed resident memory, 2026-11-22).
+MEMORY_CAP_PER_EXTRA_CORE_GIB = 0.5
 QUIET_CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # TensorFlow's start-up lines are not the learner's output
 # Set anew for every check (pytest names the running test): they never decide what a waiting process imports.
 PER_CHECK_ENV = (shm_ledger.LEDGER_ENV, START_METHOD_ENV, "PYTEST_CURRENT_TEST")
 
 
 def memory_cap_bytes() -> int:
-    """$LOADERLAB_MEMORY_CAP_GB, else the default cap, never more than half of this machine's memory."""
-    cap = float(os.environ.get(MEMORY_CAP_ENV, DEFAULT_MEMORY_CAP_GIB)) * 2**30
+    """$LOADERLAB_MEMORY_CAP_GB, else the default cap plus a share per usable core past two, never more than half
+    of this machine's memory."""
+    default = DEFAULT_MEMORY_CAP_GIB + MEMORY_CAP_PER_EXTRA_CORE_GIB * max(0, usable_cores() - 2)
+    cap = float(os.environ.get(MEMORY_CAP_ENV, default)) * 2**30
     ram = total_ram_bytes()
     return int(min(cap, ram / 2) if ram else cap)
 
@@ -69,12 +74,9 @@ class MemoryWatch:
                 tree = [root, *root.children(recursive=True)]
             except psutil.Error:
                 return
-            total = 0
-            for process in tree:
-                try:
-                    total += process.memory_info().rss
-                except psutil.Error:
-                    continue
+            total = _tree_bytes(tree, proportional=False)
+            if total > self.cap:  # resident memory counts the pages forked workers share once per worker: recount
+                total = _tree_bytes(tree, proportional=True)
             self.peak = max(self.peak, total)
             if total > self.cap:
                 self.exceeded = True
@@ -84,6 +86,21 @@ class MemoryWatch:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _tree_bytes(tree: list[psutil.Process], proportional: bool) -> int:
+    """Resident bytes summed over `tree` (cheap), or, with `proportional`, each shared page divided among the
+    processes that share it (Linux's PSS, read where the system gives it; resident bytes elsewhere)."""
+    total = 0
+    for process in tree:
+        try:
+            if proportional:
+                total += getattr(process.memory_full_info(), "pss", 0) or process.memory_info().rss
+            else:
+                total += process.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
 
 
 def _kill_group(pid: int) -> None:

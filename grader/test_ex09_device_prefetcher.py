@@ -60,7 +60,7 @@ def test_buffers_outlive_the_compute_that_reads_them(grade):
 @pytest.mark.throughput
 @pytest.mark.timeout_s(300)
 def test_overlap_beats_copy_then_compute(grade):
-    """CUDA: with a step as long as one batch's copy, the prefetcher gives at least 1.5x the images/s of copying
-    each batch, then computing (provisional target, not yet calibrated on a GPU)."""
+    """CUDA: with a step as long as one batch's copy and conversion, the prefetcher gives at least 1.5x the images/s
+    of copying and converting each batch, then computing (a perfect overlap is 2x)."""
     skip_unless_cuda()
     grade()

@@ -50,6 +50,6 @@ def test_bad_shards_raise_clear_errors(grade):
 @pytest.mark.timeout_s(300)
 def test_device_decode_beats_cpu_workers(grade):
     """CUDA: with 2 workers each, decoding on the GPU gives at least 2x the images/s of the exercise-04 loader decoding
-    in CPU workers (provisional target, not yet calibrated on a GPU)."""
+    in CPU workers (the solution measured 3.3x to 5.2x on an NVIDIA H100 in four runs)."""
     skip_unless_cuda()
     grade()

@@ -23,6 +23,7 @@ from torch.utils.data import Dataset
 from loaderlab.dataloading import short_side_size
 from loaderlab.device import crop_flip_batch, crop_flip_draws
 from loaderlab.images import Sample, list_samples
+from loaderlab.pitfalls import uint8_to_normalised
 from loaderlab.training import (IMAGE_SIZE, MEAN, RESIZE, SEED, STD, WARMUP_BATCHES, EpochRecord, StallMeter,
                                 TrainingRun, make_optimizer, seed_everything, train_step)
 
@@ -151,10 +152,7 @@ class BatchCropFlip:
 def model_input(images: torch.Tensor, device: torch.device | str) -> torch.Tensor:
     """A uint8 (N, 3, S, S) batch copied to `device` (without blocking only from pinned memory), then scaled to 0..1
     and normalised there, all at once."""
-    images = images.to(device, non_blocking=images.is_pinned())
-    mean = torch.tensor(MEAN, device=images.device).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=images.device).view(1, 3, 1, 1)
-    return (images.float().div_(255) - mean) / std
+    return uint8_to_normalised(images.to(device, non_blocking=images.is_pinned()), MEAN, STD)
 
 
 @torch.no_grad()

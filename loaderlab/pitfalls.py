@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import psutil
@@ -85,10 +86,11 @@ class TouchEverything(Dataset):
         return psutil.Process().memory_full_info().uss
 
 
-def uint8_to_normalised(images: torch.Tensor, mean: np.ndarray, std: np.ndarray) -> torch.Tensor:
-    """A uint8 (N, 3, H, W) batch to normalised float32, in one batched operation (on the device, in training)."""
-    mean_t = torch.as_tensor(mean).view(1, 3, 1, 1)
-    std_t = torch.as_tensor(std).view(1, 3, 1, 1)
+def uint8_to_normalised(images: torch.Tensor, mean: Sequence[float] | np.ndarray,
+                        std: Sequence[float] | np.ndarray) -> torch.Tensor:
+    """A uint8 (N, 3, H, W) batch to normalised float32, in one batched operation on the batch's own device."""
+    mean_t = torch.as_tensor(mean, dtype=torch.float32, device=images.device).view(1, 3, 1, 1)
+    std_t = torch.as_tensor(std, dtype=torch.float32, device=images.device).view(1, 3, 1, 1)
     return (images.float() / 255 - mean_t) / std_t
 
 

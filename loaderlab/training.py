@@ -200,20 +200,3 @@ def plot_time_to_accuracy(runs: Mapping[str, TrainingRun], ax: Any = None, title
     ax.grid(alpha=0.3)
     ax.legend()
     return ax
-
-
-def plot_stall(runs: Mapping[str, TrainingRun], ax: Any = None, title: str = "") -> Any:
-    """The stall fraction per epoch, one line per run (epochs nothing measured are left out)."""
-    import matplotlib.pyplot as plt
-
-    ax = ax if ax is not None else plt.subplots(figsize=(7, 3))[1]
-    for name, run in runs.items():
-        measured = [r for r in run.records if r.stall_fraction is not None]
-        ax.plot([r.epoch for r in measured], [r.stall_fraction for r in measured], marker="o", label=name)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("share of time waiting for data")
-    ax.set_ylim(0, 1)
-    ax.set_title(title or "data stall per epoch")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return ax

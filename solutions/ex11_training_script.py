@@ -65,31 +65,51 @@ class ShapesFolder(Dataset):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         path, label = self.samples[index]
-        image = decode_resized(path)
+        image = self.decode(path)
         height, width = image.shape[:2]
         if self.train:
-            top = int(torch.randint(height - IMAGE_SIZE + 1, ()))
-            left = int(torch.randint(width - IMAGE_SIZE + 1, ()))
+            top, left, flip = self.draw_crop_and_flip(height, width)
         else:
-            top, left = (height - IMAGE_SIZE) // 2, (width - IMAGE_SIZE) // 2
+            top, left, flip = (height - IMAGE_SIZE) // 2, (width - IMAGE_SIZE) // 2, False
         image = image[top:top + IMAGE_SIZE, left:left + IMAGE_SIZE]
-        if self.train and torch.rand(()) < 0.5:
+        if flip:
             image = image[:, ::-1]
         return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))), label
+
+    def decode(self, path: Path | str) -> np.ndarray:
+        """The image an item is cropped from: uint8 HWC, its short side RESIZE."""
+        return decode_resized(path)
+
+    def draw_crop_and_flip(self, height: int, width: int) -> tuple[int, int, bool]:
+        """A random crop's top and left, and whether to flip, from torch's generator (which the DataLoader seeds anew
+        in every worker)."""
+        top = int(torch.randint(height - IMAGE_SIZE + 1, ()))
+        left = int(torch.randint(width - IMAGE_SIZE + 1, ()))
+        return top, left, bool(torch.rand(()) < 0.5)
 
 
 def make_loaders(data_dir: Path | str, device: torch.device | str, seed: int = SEED,
                  num_workers: int | None = None) -> tuple[DataLoader, DataLoader]:
     """(train_loader, val_loader) over data_dir/train and data_dir/val."""
     data_dir = Path(data_dir)
+    return loaders_for(ShapesFolder(data_dir / "train", train=True), ShapesFolder(data_dir / "val", train=False),
+                       device, seed, num_workers)
+
+
+def loaders_for(train_set: Dataset, val_set: Dataset, device: torch.device | str, seed: int, num_workers: int | None,
+                **worker_options: Any) -> tuple[DataLoader, DataLoader]:
+    """The train loader (a new order every epoch, from `seed`) and the val loader (file order) over two datasets;
+    `worker_options` add to or replace the DataLoader's worker settings (persistent workers, a timeout)."""
     workers = usable_cores() if num_workers is None else num_workers
     pin = torch.device(device).type == "cuda"
-    worker_options: dict[str, Any] = {"persistent_workers": True, "timeout": WORKER_TIMEOUT_S} if workers else {}
-    train_loader = DataLoader(ShapesFolder(data_dir / "train", train=True), batch_size=BATCH_SIZE, shuffle=True,
+    options: dict[str, Any] = {}
+    if workers:  # worker settings only where there are workers
+        options = {"persistent_workers": True, "timeout": WORKER_TIMEOUT_S, **worker_options}
+    train_loader = DataLoader(train_set, batch_size=BATCH_SIZE, shuffle=True,
                               generator=torch.Generator().manual_seed(seed), num_workers=workers, pin_memory=pin,
-                              **worker_options)
-    val_loader = DataLoader(ShapesFolder(data_dir / "val", train=False), batch_size=BATCH_SIZE, shuffle=False,
-                            num_workers=workers, pin_memory=pin, **worker_options)
+                              **options)
+    val_loader = DataLoader(val_set, batch_size=BATCH_SIZE, shuffle=False, num_workers=workers, pin_memory=pin,
+                            **options)
     return train_loader, val_loader
 
 

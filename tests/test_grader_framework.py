@@ -121,6 +121,35 @@ def test_memory_growth_is_stopped_and_named(tmp_path: Path, monkeypatch: pytest.
     assert time.monotonic() - start < 30, "the runaway should be stopped at the cap, long before the time limit"
 
 
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="proportional memory (PSS) is read on Linux")
+def test_pages_that_forked_workers_share_count_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four forked workers reading the parent's 300 MB hold 1.5 GB of resident memory summed, 0.3 GB in truth: a
+    1 GiB cap must not stop them (a worker per core on a 16-core machine is the course's own advice)."""
+    (tmp_path / "ex02_threaded_prefetch.py").write_text(textwrap.dedent("""
+        import multiprocessing, time
+        import numpy as np
+
+        BIG = np.ones(300 * 2**20, dtype=np.uint8)
+
+        def read_all_pages():
+            assert int(BIG[::4096].sum()) == len(BIG) // 4096
+            time.sleep(3)
+
+        class ThreadedPrefetcher:
+            def __init__(self, iterable, depth=2):
+                workers = [multiprocessing.get_context("fork").Process(target=read_all_pages) for _ in range(4)]
+                for worker in workers:
+                    worker.start()
+                for worker in workers:
+                    worker.join(30)
+                raise NotImplementedError("TODO(ex02): done sharing pages")
+    """))
+    monkeypatch.setenv(MEMORY_CAP_ENV, "1")
+    result = run_check(tmp_path, "ex02_threaded_prefetch", "prefetcher_yields_every_item_in_order", timeout_s=60)
+    assert "unbounded memory growth" not in result.message, result.explain()
+    assert result.peak_memory_mib < 1024, f"the peak counted shared pages once per worker: {result.peak_memory_mib} MiB"
+
+
 @pytest.mark.parametrize("fresh_interpreter", ["0", "1"], ids=["forked from a waiting process", "fresh interpreter"])
 def test_a_crash_is_explained_for_the_exercise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                fresh_interpreter: str) -> None:

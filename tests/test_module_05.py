@@ -198,14 +198,6 @@ def test_a_failing_check_shows_no_output_that_is_not_the_learners() -> None:
     assert result.output.strip() == "", f"the grading process printed:\n{result.output}"
 
 
-@pytest.mark.timing  # main's marker: make test runs it alone, never beside other tests
-def test_a_failing_timed_check_prints_only_its_comparison() -> None:
-    result = run_check(PLANTED / "ex07_decodes_twice", EXERCISE, "first_epoch_beats_naive", timeout_s=180)
-    assert result.status == "fail" and result.message.startswith("too slow")
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 2 and lines[0].startswith("candidate"), f"beyond the comparison table:\n{result.output}"
-
-
 # ---- notebook 05 and quiz 05 ------------------------------------------------------------------------
 
 def _cells() -> list[dict]:

@@ -150,3 +150,19 @@ def test_notebook_07_labels_gpu_figures_and_says_when_there_are_none() -> None:
     assert "measured on {r['device']}" in source and "No GPU reference has been measured yet" in source
     assert "[skipped]" in source and "dev.cuda_missing_reason()" in source
     assert "import tensorflow" not in source
+
+
+def test_gpu_reference_runs_notebook_code_without_jupyter() -> None:
+    """`python -m loaderlab.gpu_reference` finds a module's notebook, leaves IPython's % lines out, and refuses to
+    record reference figures where there is no CUDA GPU."""
+    from loaderlab import gpu_reference
+
+    cells = gpu_reference.code_cells(gpu_reference.notebook_for("07"))
+    assert cells and not any(line.lstrip().startswith("%") for cell in cells for line in cell.splitlines())
+    for number, source in enumerate(cells):
+        compile(source, f"07 code cell {number}", "exec")
+    with pytest.raises(SystemExit, match="expected one"):
+        gpu_reference.notebook_for("99")
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="CUDA GPU"):
+            gpu_reference.main(["07"])

@@ -78,7 +78,6 @@ def test_charts_draw_one_line_per_run() -> None:
     run = training.TrainingRun([training.EpochRecord(1, 1.0, 0.2, 100.0, 0.5)], "ci")
     ax = training.plot_time_to_accuracy({"original": run, "fixed": run})
     assert len(ax.get_lines()) == 2
-    assert len(training.plot_stall({"fixed": run}).get_lines()) == 1
 
 
 def test_every_budget_has_an_accuracy_target_or_says_it_has_none() -> None:

@@ -39,9 +39,9 @@ BATCH = 16                 # 40 samples: batches of 16, 16 and a partial 8
 # for it.
 CUDA_ONLY = ("device_decode_beats_cpu_workers",)
 TIMED_BATCH, TIMED_WORKERS = 64, 2
-# PROVISIONAL, NOT YET MEASURED ON A GPU: nvJPEG decodes a batch of these 300-600 px JPEGs far faster than two CPU
-# workers with JPEG draft mode; 2x the exercise-04 loader with the same two workers is the aim. Calibrate on a GPU
-# (solution and the planted ex10_decodes_on_the_host, several runs each) and write the figures here.
+# nvJPEG decodes a batch of these 300-600 px JPEGs far faster than two CPU workers with JPEG draft mode. Measured on
+# an NVIDIA H100 80GB HBM3 (16 cores, torch 2.11, torchvision 0.26, 2026-11-22): the solution 5.20x, 3.26x, 4.25x,
+# 4.74x the exercise-04 loader with the same two workers; the planted ex10_decodes_on_the_host 0.57x, 0.60x.
 DEVICE_DECODE_TARGET = 2.0
 NOT_A_JPEG = b"<html><body><h1>404 Not Found</h1>The image was removed.</body></html>\n"
 

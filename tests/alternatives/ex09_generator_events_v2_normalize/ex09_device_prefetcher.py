@@ -1,6 +1,5 @@
-"""Correct alternative: a generator holds the look-ahead; torchvision's v2 normalize; on CUDA, per-batch events
-(`wait_event`) instead of `wait_stream`, and the side stream waits for the caller's stream before every copy
-instead of `record_stream` (a dropped batch's memory is then only rewritten after the caller's queued work)."""
+"""Correct alternative: a generator holds the look-ahead; torchvision's v2 normalize; on CUDA, an event per batch
+(`wait_event`) instead of `wait_stream`, and the batch recorded on the caller's stream when it is handed over."""
 
 from __future__ import annotations
 
@@ -51,7 +50,10 @@ class DevicePrefetcher:
                 break
             images, labels, ready = pending.popleft()
             if ready is not None:
-                torch.cuda.current_stream(self.device).wait_event(ready)
+                caller = torch.cuda.current_stream(self.device)
+                caller.wait_event(ready)
+                images.record_stream(caller)
+                labels.record_stream(caller)
             yield images, labels
         if failure is not None:
             raise failure
@@ -60,7 +62,6 @@ class DevicePrefetcher:
         labels = torch.as_tensor(labels)
         if self.side is None:
             return self._normalise(images.to(self.device)), labels.to(self.device), None
-        self.side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(self.side):
             images = images.to(self.device, non_blocking=True) if images.is_pinned() else \
                 images.pin_memory().to(self.device, non_blocking=True)
