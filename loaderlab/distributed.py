@@ -172,22 +172,33 @@ def _stack_of(process: multiprocessing.process.BaseProcess, stack_file: Path) ->
     return text.strip()
 
 
-def _loopback_store(world_size: int, timeout_s: float) -> Any:
-    """A TCPStore served from this process on a free port of 127.0.0.1, and on no other address.
-
-    Given only a host and a port, TCPStore listens on every interface ('::'); handed a socket already
-    bound to the loopback address (`master_listen_fd`), it serves there alone. Port 0 lets the system
-    choose a free port for each run, so two runs never race for one. The store closes the socket.
-    """
-    import torch.distributed as dist
-
+def _loopback_listener(world_size: int) -> socket.socket:
+    """A socket listening on a free port of 127.0.0.1, for the store: port 0 lets the system choose one per run,
+    so two runs never race for a port. Ranks that connect before the store serves it wait in its backlog."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         listener.bind((LOOPBACK, 0))
         listener.listen(max(128, world_size))
-        port = listener.getsockname()[1]
-        store = dist.TCPStore(LOOPBACK, port, world_size, is_master=True, timeout=timedelta(seconds=timeout_s),
-                              wait_for_workers=False, master_listen_fd=listener.fileno())
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
+def _loopback_store(listener: socket.socket, world_size: int, timeout_s: float) -> Any:
+    """A TCPStore served from this process on `listener`'s address (127.0.0.1), and on no other address.
+
+    Given only a host and a port, TCPStore listens on every interface ('::'); handed a socket already
+    bound to the loopback address (`master_listen_fd`), it serves there alone. The store closes the socket.
+    It is made after the ranks have started: a process forked while the store's threads run can inherit one
+    of their locks held (ranks forked from a Jupyter kernel hung in the store's client 1 run in 8 that way).
+    """
+    import torch.distributed as dist
+
+    try:
+        store = dist.TCPStore(LOOPBACK, listener.getsockname()[1], world_size, is_master=True,
+                              timeout=timedelta(seconds=timeout_s), wait_for_workers=False,
+                              master_listen_fd=listener.fileno())
     except BaseException:
         listener.close()
         raise
@@ -216,7 +227,9 @@ def run_ranks(function: Callable[..., Any], world_size: int, args: tuple[Any, ..
         raise ValueError(f"world_size must be at least 1, got {world_size}")
     context = multiprocessing.get_context(start_method)
     interface = loopback_interface()
-    store = _loopback_store(world_size, startup_timeout_s)
+    listener = _loopback_listener(world_size)
+    port = listener.getsockname()[1]
+    store = None
     results: dict[int, RankResult] = {}
     with tempfile.TemporaryDirectory(prefix="loaderlab-ranks-") as tmp:
         stack_files = [Path(tmp) / f"rank{rank}.stack" for rank in range(world_size)]
@@ -226,12 +239,13 @@ def run_ranks(function: Callable[..., Any], world_size: int, args: tuple[Any, ..
                 receive, send = context.Pipe(duplex=False)
                 process = context.Process(
                     target=_rank_main, name=f"rank-{rank}",
-                    args=(rank, world_size, store.port, interface, timeout_s, startup_timeout_s, function, args, send,
+                    args=(rank, world_size, port, interface, timeout_s, startup_timeout_s, function, args, send,
                           str(stack_files[rank])))
                 process.start()
                 send.close()
                 processes.append(process)
                 replies[receive] = rank
+            store = _loopback_store(listener, world_size, startup_timeout_s)
             _gather(processes, replies, results, timeout_s, startup_timeout_s, stack_files)
         finally:
             for rank, process in enumerate(processes):
@@ -242,6 +256,8 @@ def run_ranks(function: Callable[..., Any], world_size: int, args: tuple[Any, ..
                     _stop_tree(process)
             for connection in replies:
                 connection.close()
+            if store is None:
+                listener.close()
     del store
     return [results[rank] for rank in range(world_size)]
 
