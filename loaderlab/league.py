@@ -16,7 +16,8 @@ tests/conftest.py), the entries interleaved round after round, in a rotated orde
 short warm-up (two batches of a loader of its own: imports, tracing, page cache) comes first, then
 one full pass of a new loader, timed from its construction (worker start-up counts, as in a first
 epoch). The table gives the median over rounds, the spread (lowest-highest) and the share of the
-decode-only ceiling: Pillow decoding the same files, nothing else, on a thread per usable core.
+decode-only ceiling: Pillow decoding the same files, nothing else, on a thread per usable core. A
+rejected peer is timed too and shown under "not ranked" with its reason, never in the ranking.
 """
 
 from __future__ import annotations
@@ -521,14 +522,15 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
                 if verdict["status"] != "passed":
                     row.status, row.note = verdict["status"], verdict.get("note", "")
                     log(f"  {entry.name}: {row.status}: {row.note}")
-                    continue
+                    if row.status != "rejected":
+                        continue  # a rejected peer is still timed, to be shown beside the ranking, never in it
                 row.note = "; ".join(filter(None, [entry.note, verdict["note"]]))
             timed.append(entry)
         for number in range(rounds):
             order = timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
             for entry in order:
                 result = _in_child(entry, setup, "time")
-                if result["status"] != "timed":
+                if result["status"] not in ("timed", "rejected"):
                     rows[entry.name].status, rows[entry.name].note = result["status"], result.get("note", "")
                     continue
                 rows[entry.name].images_per_s.append(result["items"] / result["seconds"])
@@ -568,9 +570,13 @@ def table(league: dict[str, Any]) -> str:
         spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}"
         lines.append(f"{r['name']:<16} {r['median']:>8.0f} {spread:>13} {share:>8}  {r['title']}"
                      + (f" ({r['note']})" if r["note"] else ""))
+    lines.append("not ranked:")
     for r in rows:
         if r not in ranked:
-            lines.append(f"{r['name']:<16} {'-':>8} {'-':>13} {'-':>8}  {r['status']}: {r['note']}")
+            spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}" if r["median"] else ""
+            figures = (f"{r['median']:>8.0f} {spread:>13} {r['median'] / ceiling:>8.0%}" if r["median"] and ceiling
+                       else f"{'-':>8} {'-':>13} {'-':>8}")
+            lines.append(f"{r['name']:<16} {figures}  {r['status']}: {r['note']}")
     return "\n".join(lines)
 
 
