@@ -1,0 +1,640 @@
+"""The league table: the course's loaders against what practitioners use, on the same work, and the machine's limit.
+
+`python -m loaderlab.league [--profile P] [--rounds N] [--images N] [--entries a,b] [--out FILE]`
+
+Every entry does the same work on the same images: read, decode, 256-short-side resize + 224 centre
+crop, batches of 64 (uint8 (N, 3, 224, 224) images and their labels). Before any timing, each entry
+passes the correctness gate in a process of its own: every sample once with its label, images
+224 x 224 x 3, and the pixels of a few images within the course's tolerance of
+`loaderlab.images.reference_crop` (exercise 01's: 2.0 levels on average, 6.0 for any image). An
+entry that does other work (a peer that skips the crop) is reported with the reason and not ranked;
+a learner's exercise that is still a stub reads "not started"; a peer that is not installed is
+listed with the command that adds it.
+
+Timing: each entry runs in a fresh process per round (TensorFlow and torch never share one: see
+tests/conftest.py), the entries interleaved round after round, in a rotated order. In that process a
+short warm-up (two batches of a loader of its own: imports, tracing, page cache) comes first, then
+one full pass of a new loader, timed from its construction (worker start-up counts, as in a first
+epoch). The table gives the median over rounds, the spread (lowest-highest) and the share of the
+decode-only ceiling: Pillow decoding the same files, nothing else, on a thread per usable core. A
+rejected peer is timed too and shown under "not ranked" with its reason, never in the ranking.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loaderlab.images import CROP, Sample, linked_split, list_samples, mean_abs_difference, reference_crop
+from loaderlab.machine import usable_cores
+from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile, dataset_dir
+
+BATCH = 64
+PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
+# The course's pixel tolerance (exercise 01's checks, which exercise 04's reuse): grey levels, plain differences.
+MEAN_TOLERANCE = 2.0        # mean over the checked images of each image's mean |difference|
+WORST_TOLERANCE = 6.0       # any one image
+CHILD_TIMEOUT_S = 300
+RESULT_PREFIX = "LEAGUE-RESULT "
+DALI_PIN = "nvidia-dali-cuda120==2.4.0"
+PEERS_COMMAND = "make league-peers"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every entry gets: the image tree, the same images as module 06's tar shards, the batch size."""
+
+    root: Path
+    shards: Path
+    batch_size: int = BATCH
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the league: `build(setup)` returns a fresh iterable of (images, labels[, keys]) batches.
+
+    Batches with keys (sample paths under the root, without suffix) may come in any order; without
+    keys they must come in `list_samples` order. `requires` names the module whose absence means
+    "not installed", `install` the command that adds it.
+    """
+
+    name: str
+    title: str
+    build: str               # "module:function", imported in the entry's own process
+    requires: str = "torch"
+    install: str = "pip install -r requirements.txt"
+    batch_size: int = BATCH  # what the configuration itself asks for
+    learner: bool = False    # the learner's exercise: a stub reads "not started"
+    note: str = ""
+
+
+# ---- the entries -----------------------------------------------------------------------------------
+
+def tutorial(setup: Setup) -> Iterable[Any]:
+    """torchvision's ImageFolder + Resize(256), CenterCrop(224), ToTensor(); batch 64, no worker process."""
+    from loaderlab.baselines import tutorial_dataloader
+
+    return tutorial_dataloader(setup.root, setup.batch_size)
+
+
+def seeds_tuned(setup: Setup) -> Iterable[Any]:
+    """The seed articles' "tuned" DataLoader: the tutorial's dataset, batch 128, 8 workers, prefetch 4, persistent."""
+    from loaderlab.baselines import tutorial_dataloader
+
+    return tutorial_dataloader(setup.root, batch_size=128, num_workers=8, prefetch_factor=4, persistent_workers=True)
+
+
+def ex04_solution(setup: Setup) -> Iterable[Any]:
+    """Exercise 04's solution: draft-mode decode + one-call crop-resize, uint8, a worker per core."""
+    from solutions.ex04_fast_dataloader import make_loader
+
+    return make_loader(setup.root, setup.batch_size)
+
+
+def ex04_yours(setup: Setup) -> Iterable[Any]:
+    """Your exercise 04."""
+    from exercises.ex04_fast_dataloader import make_loader
+
+    return make_loader(setup.root, setup.batch_size)
+
+
+def ex07_solution(setup: Setup) -> Iterable[Any]:
+    """Exercise 07's solution in eval mode: parallel decode (AUTOTUNE), cache, batch, prefetch."""
+    from solutions.ex07_tfdata_pipeline import build_pipeline
+
+    return build_pipeline(setup.root, setup.batch_size, training=False, seed=0)
+
+
+def ex07_yours(setup: Setup) -> Iterable[Any]:
+    """Your exercise 07, in eval mode."""
+    from exercises.ex07_tfdata_pipeline import build_pipeline
+
+    return build_pipeline(setup.root, setup.batch_size, training=False, seed=0)
+
+
+def seeds_tfdata(setup: Setup) -> Iterable[Any]:
+    """tf.data as the seed articles wrote it: read, decode_jpeg, resize straight to 224 x 224 (no crop), AUTOTUNE."""
+    import tensorflow as tf
+
+    samples = list_samples(setup.root)
+
+    def load(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        return tf.cast(tf.image.resize(image, (CROP, CROP)), tf.uint8), label
+
+    files = tf.data.Dataset.from_tensor_slices(([str(s.path) for s in samples], [s.label for s in samples]))
+    return files.map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(setup.batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def _shard_loader(dataset_class: type, setup: Setup) -> Iterable[Any]:
+    from torch.utils.data import DataLoader
+
+    from solutions.ex01_profile_and_fix import fast_center_crop
+
+    dataset = dataset_class(setup.shards, shuffle=False, decode=_decode_chw(fast_center_crop))
+    return _KeyedBatches(DataLoader(dataset, batch_size=setup.batch_size, num_workers=usable_cores()))
+
+
+def ex08_solution(setup: Setup) -> Iterable[Any]:
+    """Exercise 08's ShardDataset over the tar shards, decoded with exercise 01's crop, in a DataLoader (a worker per core)."""
+    from solutions.ex08_shards import ShardDataset
+
+    return _shard_loader(ShardDataset, setup)
+
+
+def ex08_yours(setup: Setup) -> Iterable[Any]:
+    """Your exercise 08's ShardDataset over the same shards (written by the solution's write_shards)."""
+    from exercises.ex08_shards import ShardDataset
+
+    return _shard_loader(ShardDataset, setup)
+
+
+def webdataset_library(setup: Setup) -> Iterable[Any]:
+    """The `webdataset` library over the same shards, as its README writes it: decode("pil"), torchvision's
+    Resize(256) + CenterCrop(224) + PILToTensor (uint8), batched, in a WebLoader with a worker per core."""
+    import webdataset as wds
+    from torchvision import transforms
+
+    transform = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(CROP), transforms.PILToTensor()])
+    urls = [str(p) for p in sorted(setup.shards.glob("shard-*.tar"))]
+    dataset = (wds.WebDataset(urls, shardshuffle=False).decode("pil").to_tuple("jpg;jpeg;png", "cls", "__key__")
+               .map_tuple(transform, int, str).batched(setup.batch_size, partial=True))
+    return wds.WebLoader(dataset, batch_size=None, num_workers=min(usable_cores(), len(urls)))
+
+
+def dali_cpu(setup: Setup) -> Iterable[Any]:
+    """NVIDIA DALI's CPU pipeline, as its docs write it: file reader, decoders.image (cpu), resize_shorter=256
+    (linear, antialiased), crop_mirror_normalize to a uint8 CHW 224 crop; a thread per core, no GPU."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    samples = list_samples(setup.root)
+
+    @pipeline_def(batch_size=setup.batch_size, num_threads=usable_cores(), device_id=None, prefetch_queue_depth=2)
+    def pipeline():  # type: ignore[no-untyped-def]
+        data, labels = fn.readers.file(files=[str(s.path) for s in samples], labels=[s.label for s in samples],
+                                       random_shuffle=False, pad_last_batch=True, name="reader")
+        images = fn.decoders.image(data, device="cpu", output_type=types.RGB)
+        images = fn.resize(images, resize_shorter=256, interp_type=types.INTERP_LINEAR, antialias=True)
+        return fn.crop_mirror_normalize(images, crop=(CROP, CROP), dtype=types.UINT8, output_layout="CHW"), labels
+
+    return _DaliEpoch(pipeline, len(samples), setup.batch_size)
+
+
+class _DaliEpoch:
+    """One epoch of a DALI pipeline as numpy batches (the padded last batch cut to the samples left)."""
+
+    def __init__(self, make_pipeline: Callable[[], Any], samples: int, batch_size: int) -> None:
+        self.make_pipeline, self.samples, self.batch_size = make_pipeline, samples, batch_size
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        pipe = self.make_pipeline()
+        pipe.build()
+        for start in range(0, self.samples, self.batch_size):
+            images, labels = pipe.run()
+            keep = min(self.batch_size, self.samples - start)
+            yield np.array(images.as_tensor())[:keep], np.array(labels.as_tensor()).reshape(-1)[:keep]
+
+
+def thread_batches(setup: Setup, num_workers: int) -> Iterable[Any]:
+    from torch.utils.data import DataLoader
+
+    return DataLoader(_ThreadBatchDataset(setup.root), batch_size=setup.batch_size, num_workers=num_workers,
+                      collate_fn=_already_a_batch, persistent_workers=num_workers > 0)
+
+
+def thread_batches_main(setup: Setup) -> Iterable[Any]:
+    """A candidate: `__getitems__` decodes a whole batch on a thread per core (Pillow releases the GIL) into one
+    preallocated uint8 batch; no worker process."""
+    return thread_batches(setup, 0)
+
+
+def thread_batches_one_worker(setup: Setup) -> Iterable[Any]:
+    """The same batch-of-threads dataset in one worker process, so the next batch decodes while this one is used."""
+    return thread_batches(setup, 1)
+
+
+class _ThreadBatchDataset:
+    """Map-style dataset whose `__getitems__` makes a whole (uint8 (N, 3, 224, 224), int64 (N,)) batch with threads."""
+
+    def __init__(self, root: Path) -> None:
+        self.samples = list_samples(root)
+        self.pool: ThreadPoolExecutor | None = None
+        self.pid = -1
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitems__(self, indices: list[int]) -> tuple[Any, Any]:
+        import torch
+
+        from solutions.ex01_profile_and_fix import fast_center_crop
+
+        if self.pool is None or self.pid != os.getpid():  # a pool per process (a worker gets a copy without threads)
+            self.pool, self.pid = ThreadPoolExecutor(usable_cores()), os.getpid()
+        batch = torch.empty((len(indices), 3, CROP, CROP), dtype=torch.uint8)
+
+        def fill(row: int) -> None:
+            batch[row].copy_(torch.from_numpy(fast_center_crop(self.samples[indices[row]].path)).permute(2, 0, 1))
+
+        list(self.pool.map(fill, range(len(indices))))
+        return batch, torch.tensor([self.samples[i].label for i in indices], dtype=torch.int64)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.__dict__ | {"pool": None, "pid": -1}
+
+
+def _already_a_batch(batch: Any) -> Any:
+    return batch
+
+
+def decode_only(setup: Setup) -> Iterable[Any]:
+    """The ceiling: Pillow reads and fully decodes every file, nothing else, on a thread per usable core."""
+    from PIL import Image
+
+    paths = [s.path for s in list_samples(setup.root)]
+
+    def decode(path: Path) -> tuple[int, int]:
+        with Image.open(path) as image:
+            image.load()
+            return image.size
+
+    def batches() -> Iterator[tuple[list[tuple[int, int]]]]:
+        with ThreadPoolExecutor(usable_cores()) as pool:
+            for start in range(0, len(paths), setup.batch_size):
+                yield (list(pool.map(decode, paths[start : start + setup.batch_size])),)
+
+    return _Reiterable(batches)
+
+
+def skips_the_crop(setup: Setup) -> Iterable[Any]:
+    """A planted peer for the gate's own test: Pillow resizes straight to 224 x 224 (as the seeds' tf.data does)."""
+    from PIL import Image
+
+    samples = list_samples(setup.root)
+
+    def batches() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for start in range(0, len(samples), setup.batch_size):
+            chunk = samples[start : start + setup.batch_size]
+            images = [np.asarray(Image.open(s.path).convert("RGB").resize((CROP, CROP), Image.BILINEAR)) for s in chunk]
+            yield np.stack(images).transpose(0, 3, 1, 2), np.array([s.label for s in chunk])
+
+    return _Reiterable(batches)
+
+
+class _Reiterable:
+    def __init__(self, make: Callable[[], Iterator[Any]]) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.make()
+
+
+class _KeyedBatches:
+    """ShardSample batches (key, data, label) as (images, labels, keys)."""
+
+    def __init__(self, loader: Iterable[Any]) -> None:
+        self.loader = loader
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, list[str]]]:
+        for batch in self.loader:
+            yield batch.data, batch.label, list(batch.key)
+
+
+def _decode_chw(crop: Callable[[Any], np.ndarray]) -> Callable[[bytes], Any]:
+    return _BytesCrop(crop)
+
+
+class _BytesCrop:
+    """Picklable decode(bytes) -> uint8 CHW tensor, for workers started by spawn too."""
+
+    def __init__(self, crop: Callable[[Any], np.ndarray]) -> None:
+        self.crop = crop
+
+    def __call__(self, data: bytes) -> Any:
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(self.crop(io.BytesIO(data)).transpose(2, 0, 1)))
+
+
+CEILING = Entry("decode-only", "decode only (Pillow, a thread per core): the ceiling", "loaderlab.league:decode_only",
+                requires="PIL")
+ENTRIES = [
+    Entry("tutorial", "tutorial: ImageFolder + ToTensor, batch 64, 0 workers", "loaderlab.league:tutorial",
+          note="float32 in [0, 1]: 4x the bytes"),
+    Entry("seeds-tuned", "seeds' tuned: batch 128, 8 workers, prefetch 4, persistent", "loaderlab.league:seeds_tuned",
+          batch_size=128, note="float32 in [0, 1], batch 128"),
+    Entry("ex04", "ex04 solution: DataLoader, uint8, a worker per core", "loaderlab.league:ex04_solution"),
+    Entry("ex07", "ex07 solution: tf.data, AUTOTUNE", "loaderlab.league:ex07_solution", requires="tensorflow"),
+    Entry("ex08", "ex08 solution: tar shards in a DataLoader", "loaderlab.league:ex08_solution"),
+    Entry("seeds-tfdata", "seeds' tf.data: resize to 224, AUTOTUNE", "loaderlab.league:seeds_tfdata",
+          requires="tensorflow"),
+    Entry("webdataset", "webdataset library over the tar shards", "loaderlab.league:webdataset_library",
+          requires="webdataset"),
+    Entry("dali", "NVIDIA DALI, CPU pipeline", "loaderlab.league:dali_cpu", requires="nvidia.dali",
+          install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
+    Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "loaderlab.league:thread_batches_main"),
+    Entry("thread-batch-1w", "candidate: a batch decoded by threads, 1 worker",
+          "loaderlab.league:thread_batches_one_worker"),
+    Entry("yours-ex04", "your ex04", "loaderlab.league:ex04_yours", learner=True),
+    Entry("yours-ex07", "your ex07", "loaderlab.league:ex07_yours", requires="tensorflow", learner=True),
+    Entry("yours-ex08", "your ex08", "loaderlab.league:ex08_yours", learner=True),
+]
+PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "loaderlab.league:skips_the_crop",
+                requires="PIL")
+BY_NAME = {e.name: e for e in [CEILING, *ENTRIES, PLANTED]}
+
+
+# ---- the gate (in the entry's process) --------------------------------------------------------------
+
+class GateFailure(AssertionError):
+    """The entry's output is not the league's work; the message says how."""
+
+
+def _as_array(x: Any) -> np.ndarray:
+    return np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+
+
+def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
+    """Check one full pass against the reference; return a note on the layout and dtype, or raise GateFailure."""
+    expected = {_key(s): i for i, s in enumerate(samples)}
+    checked = set(np.linspace(0, len(samples) - 1, min(PIXEL_CHECKS, len(samples))).round().astype(int).tolist())
+    seen: list[int] = []
+    labels: dict[int, int] = {}
+    differences: dict[int, float] = {}
+    layouts, dtypes = set(), set()
+    for number, batch in enumerate(batches):
+        images, batch_labels = _as_array(batch[0]), _as_array(batch[1]).reshape(-1)
+        n = len(images)
+        if images.ndim != 4 or images.shape[1:] not in ((3, CROP, CROP), (CROP, CROP, 3)):
+            raise GateFailure(f"batch {number}: images of shape {images.shape}, expected (N, 3, {CROP}, {CROP})")
+        if not 0 < n <= batch_size or len(batch_labels) != n:
+            raise GateFailure(f"batch {number}: {n} images and {len(batch_labels)} labels for batches of {batch_size}")
+        if images.dtype == np.float32 and 0.0 <= images.min() and images.max() <= 1.0:
+            pixels = np.round(images * 255).astype(np.uint8)
+        elif images.dtype == np.uint8:
+            pixels = images
+        else:
+            raise GateFailure(f"batch {number}: images of dtype {images.dtype}, expected uint8")
+        if not np.issubdtype(batch_labels.dtype, np.integer):
+            raise GateFailure(f"batch {number}: labels of dtype {batch_labels.dtype}, expected integers")
+        layouts.add("NCHW" if images.shape[1] == 3 else "NHWC")
+        dtypes.add(str(images.dtype))
+        keys = list(batch[2]) if len(batch) > 2 else None
+        for row in range(n):
+            index = expected.get(keys[row], -1) if keys else len(seen)
+            if not 0 <= index < len(samples):
+                raise GateFailure(f"batch {number}: a sample beyond the {len(samples)} of the tree ({keys and keys[row]})")
+            seen.append(index)
+            labels[index] = int(batch_labels[row])
+            if index in checked:
+                image = pixels[row] if images.shape[1] != 3 else pixels[row].transpose(1, 2, 0)
+                differences[index] = mean_abs_difference(image, reference_crop(samples[index].path))
+    if sorted(seen) != list(range(len(samples))):
+        raise GateFailure(f"{len(seen)} samples in the pass ({len(set(seen))} distinct), expected each of "
+                          f"{len(samples)} once")
+    wrong = [i for i in range(len(samples)) if labels[i] != samples[i].label]
+    if wrong:
+        raise GateFailure(f"{len(wrong)} wrong labels, first {samples[wrong[0]].path.name}: {labels[wrong[0]]}, "
+                          f"expected {samples[wrong[0]].label}")
+    mean, worst = float(np.mean(list(differences.values()))), max(differences, key=differences.__getitem__)
+    if mean > MEAN_TOLERANCE or differences[worst] > WORST_TOLERANCE:
+        raise GateFailure(f"pixels differ from the reference crop by {mean:.2f} levels on average (allowed "
+                          f"{MEAN_TOLERANCE}) and {differences[worst]:.2f} at worst (allowed {WORST_TOLERANCE}, "
+                          f"{samples[worst].path.name}): not the 256 resize + 224 centre crop")
+    return f"{'/'.join(sorted(dtypes))} {'/'.join(sorted(layouts))}, pixels {mean:.2f} off on average"
+
+
+def _key(sample: Sample) -> str:
+    return f"{sample.path.parent.name}/{sample.path.stem}"
+
+
+# ---- one entry in its own process --------------------------------------------------------------------
+
+def _builder(entry: Entry) -> Callable[[Setup], Iterable[Any]]:
+    module, function = entry.build.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def run_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
+    """In the entry's own process: `check` runs the gate on one pass; `time` warms up, then times one full pass."""
+    from loaderlab.bench import count_batch, measure
+
+    build = _builder(entry)
+    setup = Setup(setup.root, setup.shards, entry.batch_size)
+    try:
+        if mode == "check":
+            return {"status": "passed", "note": gate(build(setup), list_samples(setup.root), entry.batch_size)}
+        measure(lambda: build(setup), count=count_batch, max_items=2 * entry.batch_size)
+        timed = measure(lambda: build(setup), count=count_batch)
+        return {"status": "timed", "items": timed.items, "seconds": timed.seconds}
+    except NotImplementedError as err:
+        if entry.learner:
+            return {"status": "not started", "note": str(err)}
+        raise
+    except GateFailure as err:
+        return {"status": "rejected", "note": str(err)}
+
+
+def _child_main(args: argparse.Namespace) -> None:
+    entry = BY_NAME[args.child]
+    try:
+        result = run_child(entry, Setup(Path(args.root), Path(args.shards)), args.mode)
+    except Exception as err:  # reported as the entry's crash, with the last line of its traceback
+        traceback.print_exc()
+        result = {"status": "crashed", "note": f"{type(err).__name__}: {err}"[:300]}
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+    os._exit(0)  # skip interpreter teardown: TensorFlow's and DALI's threads can make it slow
+
+
+def _in_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "loaderlab.league", "--child", entry.name, "--mode", mode,
+               "--root", str(setup.root), "--shards", str(setup.shards)]
+    try:
+        done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"status": "crashed", "note": f"no result within {CHILD_TIMEOUT_S} s"}
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line[len(RESULT_PREFIX):])
+    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"status": "crashed", "note": f"exit {done.returncode}: {tail}"[:300]}
+
+
+# ---- the league ---------------------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    name: str
+    title: str
+    status: str                # ranked, ceiling, rejected, not started, not installed, crashed
+    note: str = ""
+    images_per_s: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.images_per_s) if self.images_per_s else None
+
+
+def league_samples(profile: str, images: int) -> list[Sample]:
+    """`images` samples of the profile's train split, evenly spaced over it (so every class is there)."""
+    samples = list_samples(dataset_dir(profile) / "train")
+    if images >= len(samples):
+        return samples
+    return [samples[i * len(samples) // images] for i in range(images)]
+
+
+def run_league(profile: str, rounds: int, images: int, names: list[str], log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Gate every entry, then time those that pass over `rounds` interleaved rounds; the league as a dict."""
+    entries = [BY_NAME[n] for n in names]
+    rows = {e.name: Row(e.name, e.title, "ceiling" if e is CEILING else "ranked") for e in entries}
+    with linked_split(league_samples(profile, images)) as (root, samples), \
+            tempfile.TemporaryDirectory(prefix="loaderlab-league-shards-") as shards:
+        setup = Setup(root, Path(shards))
+        if any(e.build.endswith(("ex08_solution", "ex08_yours", "webdataset_library")) for e in entries):
+            _write_shards(root, setup.shards)
+        timed = []
+        for entry in entries:
+            row = rows[entry.name]
+            if importlib.util.find_spec(entry.requires.split(".")[0]) is None or (
+                    "." in entry.requires and not _has_module(entry.requires)):
+                row.status, row.note = "not installed", entry.install
+                continue
+            if entry is not CEILING:
+                verdict = _in_child(entry, setup, "check")
+                if verdict["status"] != "passed":
+                    row.status, row.note = verdict["status"], verdict.get("note", "")
+                    log(f"  {entry.name}: {row.status}: {row.note}")
+                    if row.status != "rejected":
+                        continue  # a rejected peer is still timed, to be shown beside the ranking, never in it
+                row.note = "; ".join(filter(None, [entry.note, verdict["note"]]))
+            timed.append(entry)
+        for number in range(rounds):
+            order = timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
+            for entry in order:
+                result = _in_child(entry, setup, "time")
+                if result["status"] not in ("timed", "rejected"):
+                    rows[entry.name].status, rows[entry.name].note = result["status"], result.get("note", "")
+                    continue
+                rows[entry.name].images_per_s.append(result["items"] / result["seconds"])
+            log(f"  round {number + 1}/{rounds} done")
+    ceiling = rows[CEILING.name].median if CEILING.name in rows else None
+    return {"profile": profile, "rounds": rounds, "images": len(samples), "batch_size": BATCH,
+            "cores": usable_cores(), "date": time.strftime("%Y-%m-%d"), "ceiling": ceiling,
+            "rows": [asdict(r) | {"median": r.median} for r in rows.values()]}
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _write_shards(root: Path, out_dir: Path) -> None:
+    """Module 06's tar shards of the league's images, about 4 per core (so every worker has some)."""
+    from solutions.ex08_shards import write_shards
+
+    total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    write_shards(root, out_dir, max(total / (4 * usable_cores()), 1) / 1_000_000)
+
+
+def table(league: dict[str, Any]) -> str:
+    """The league as text: ranked rows by median, then the ceiling, then what was not ranked and why."""
+    ceiling = league["ceiling"]
+    lines = [f"League on '{league['profile']}': {league['images']} images, {league['rounds']} round(s), "
+             f"{league['cores']} usable cores, {league['date']}",
+             f"{'entry':<16} {'img/s':>8} {'spread':>13} {'ceiling':>8}  note"]
+    rows = league["rows"]
+    ranked = sorted((r for r in rows if r["status"] in ("ranked", "ceiling") and r["median"]),
+                    key=lambda r: (r["status"] == "ceiling", -r["median"]))
+    for r in ranked:
+        share = f"{r['median'] / ceiling:.0%}" if ceiling else "-"
+        spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}"
+        lines.append(f"{r['name']:<16} {r['median']:>8.0f} {spread:>13} {share:>8}  {r['title']}"
+                     + (f" ({r['note']})" if r["note"] else ""))
+    lines.append("not ranked:")
+    for r in rows:
+        if r not in ranked:
+            spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}" if r["median"] else ""
+            figures = (f"{r['median']:>8.0f} {spread:>13} {r['median'] / ceiling:>8.0%}" if r["median"] and ceiling
+                       else f"{'-':>8} {'-':>13} {'-':>8}")
+            lines.append(f"{r['name']:<16} {figures}  {r['status']}: {r['note']}")
+    return "\n".join(lines)
+
+
+def bar_chart(league: dict[str, Any], path: Path) -> Path:
+    """Horizontal bars of the ranked entries' medians (whiskers: the spread), the decode-only ceiling as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranked = sorted((r for r in league["rows"] if r["status"] == "ranked" and r["median"]), key=lambda r: r["median"])
+    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.45 * max(1, len(ranked))))
+    medians = [r["median"] for r in ranked]
+    low = [m - min(r["images_per_s"]) for m, r in zip(medians, ranked)]
+    high = [max(r["images_per_s"]) - m for m, r in zip(medians, ranked)]
+    ax.barh([r["name"] for r in ranked], medians, xerr=[low, high], color="#4c72b0", capsize=3)
+    if league["ceiling"]:
+        ax.axvline(league["ceiling"], color="#c44e52", linestyle="--", label=f"decode only: {league['ceiling']:.0f}/s")
+        ax.legend(loc="lower right", fontsize="small")
+    ax.set_xlabel("images/s (median over rounds)")
+    ax.set_title(f"{league['profile']}, {league['cores']} cores, {league['images']} images x {league['rounds']} rounds")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m loaderlab.league", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", default=None, help="dataset profile (default: $LOADERLAB_PROFILE or workshop)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--images", type=int, default=640)
+    parser.add_argument("--entries", default=None, help=f"comma-separated, of: {', '.join(BY_NAME)}")
+    parser.add_argument("--out", type=Path, default=GRADER_DIR / "league.json", help="the JSON; the PNG goes beside it")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=("check", "time"), help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
+    parser.add_argument("--shards", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child_main(args)
+    names = args.entries.split(",") if args.entries else [CEILING.name] + [e.name for e in ENTRIES]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        parser.error(f"unknown entries {unknown}; choose from {', '.join(BY_NAME)}")
+    if args.rounds < 1 or args.images < 1:
+        parser.error("--rounds and --images must be at least 1")
+    league = run_league(args.profile or active_profile(), args.rounds, args.images, names)
+    print(table(league))
+    missing = [r for r in league["rows"] if r["status"] == "not installed"]
+    if missing:
+        print("\nNot installed: " + "; ".join(f"{r['name']} ({r['note']})" for r in missing))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(league, indent=2))
+    png = bar_chart(league, args.out.with_suffix(".png"))
+    print(f"\nSaved {args.out} and {png}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The league table (`loaderlab.league`): its correctness gate rejects a peer that does other work, and
+`python -m loaderlab.league` ranks what passes, says what is not started or not installed, and saves its figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from loaderlab import league
+from loaderlab.images import linked_split, reference_crop
+from loaderlab.paths import REPO_ROOT
+
+IMAGES = 12
+
+
+@pytest.fixture(scope="module")
+def setup() -> Iterator[league.Setup]:
+    with linked_split(league.league_samples("ci", IMAGES)) as (root, _):
+        yield league.Setup(root, root / "no-shards", batch_size=5)
+
+
+def _reference_batches(setup: league.Setup) -> list[tuple[np.ndarray, np.ndarray]]:
+    samples = league.list_samples(setup.root)
+    return [(np.stack([reference_crop(s.path).transpose(2, 0, 1) for s in samples[i : i + 5]]),
+             np.array([s.label for s in samples[i : i + 5]])) for i in range(0, len(samples), 5)]
+
+
+def test_gate_passes_the_reference_decode(setup: league.Setup) -> None:
+    note = league.gate(_reference_batches(setup), league.list_samples(setup.root), setup.batch_size)
+    assert "uint8 NCHW" in note and "0.00 off" in note
+
+
+def test_gate_rejects_a_peer_that_skips_the_crop(setup: league.Setup) -> None:
+    with pytest.raises(league.GateFailure, match="not the 256 resize \\+ 224 centre crop"):
+        league.gate(league.skips_the_crop(setup), league.list_samples(setup.root), setup.batch_size)
+
+
+def test_gate_rejects_wrong_labels_and_lost_samples(setup: league.Setup) -> None:
+    samples = league.list_samples(setup.root)
+    batches = _reference_batches(setup)
+    with pytest.raises(league.GateFailure, match="wrong labels"):
+        league.gate([(images, labels + 1) for images, labels in batches], samples, setup.batch_size)
+    with pytest.raises(league.GateFailure, match="expected each of"):
+        league.gate(batches[:-1], samples, setup.batch_size)
+    with pytest.raises(league.GateFailure, match="dtype"):
+        league.gate([(images.astype(np.int16), labels) for images, labels in batches], samples, setup.batch_size)
+
+
+def test_gate_matches_keyed_batches_in_any_order(setup: league.Setup) -> None:
+    samples = league.list_samples(setup.root)
+    batches = _reference_batches(setup)[::-1]
+    keyed = []
+    for images, labels in batches:
+        keys = [league._key(s) for s in samples if any(np.array_equal(reference_crop(s.path).transpose(2, 0, 1), im)
+                                                        for im in images)]
+        keyed.append((images, labels, keys))
+    league.gate(keyed, samples, setup.batch_size)
+    with pytest.raises(league.GateFailure):  # the same batches without keys are out of order
+        league.gate(batches, samples, setup.batch_size)
+
+
+@pytest.mark.timing
+def test_the_league_from_the_command_line(tmp_path: Path) -> None:
+    """One round on 64 ci images: the planted peer is rejected, the candidate and the ceiling are ranked,
+    the learner's stub reads "not started", an absent peer names the command that adds it."""
+    out = tmp_path / "league.json"
+    entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali"
+    done = subprocess.run([sys.executable, "-m", "loaderlab.league", "--profile", "ci", "--rounds", "1",
+                           "--images", "64", "--entries", entries, "--out", str(out)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}
+    assert rows["planted-skips-crop"]["status"] == "rejected"
+    assert rows["thread-batch"]["status"] == "ranked" and rows["thread-batch"]["median"] > 0
+    assert rows["decode-only"]["status"] == "ceiling"
+    assert rows["yours-ex04"]["status"] in ("not started", "ranked")
+    assert rows["dali"]["status"] in ("not installed", "rejected", "ranked")
+    if rows["dali"]["status"] == "not installed":
+        assert "make league-peers" in rows["dali"]["note"] and "make league-peers" in done.stdout
+    assert out.with_suffix(".png").stat().st_size > 0
