@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.install
 
-.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone
+.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,15 @@ progress: $(INSTALLED)  ## where you are: every exercise and step from your save
 
 capstone: $(INSTALLED)  ## train your exercise-11 script for the profile's full epoch budget: time to accuracy, images/s and data stall per epoch, saved to .grader/capstone.json
 	$(PY) -m grader.capstone
+
+league: $(INSTALLED) data  ## the league table on PROFILE's data: the course's loaders beside torchvision, tf.data, webdataset, DALI (after `make league-peers`) and the decode-only ceiling (.grader/league.json and .png)
+	LOADERLAB_PROFILE=$(PROFILE) $(PY) -m loaderlab.league
+
+# DALI stays out of the default install (a 424 MB wheel, about 1 GB installed; Linux only). Keep DALI_PIN equal
+# to loaderlab/league.py's, which names this command in its "not installed" line.
+DALI_PIN := nvidia-dali-cuda120==2.4.0
+league-peers: $(INSTALLED)  ## the league's optional peer, NVIDIA DALI's CPU pipeline (Linux only)
+	if [ -x $(VENV)/bin/uv ]; then $(VENV)/bin/uv pip install --python $(PY) $(DALI_PIN); else $(PY) -m pip install $(DALI_PIN); fi
 
 playbook: $(INSTALLED)  ## the page you keep: this machine, your measured figures per module, the capstone's run (.grader/playbook.md and .html)
 	$(PY) -m grader.playbook

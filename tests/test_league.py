@@ -65,7 +65,6 @@ def test_gate_matches_keyed_batches_in_any_order(setup: league.Setup) -> None:
         league.gate(batches, samples, setup.batch_size)
 
 
-@pytest.mark.timing
 def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     """One round on 64 ci images: the planted peer is rejected, the candidate and the ceiling are ranked,
     the learner's stub reads "not started", an absent peer names the command that adds it."""
@@ -84,3 +83,9 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     if rows["dali"]["status"] == "not installed":
         assert "make league-peers" in rows["dali"]["note"] and "make league-peers" in done.stdout
     assert out.with_suffix(".png").stat().st_size > 0
+
+
+def test_make_league_peers_installs_the_pin_the_league_names() -> None:
+    """`make league-peers` and the league's "not installed" line name the same DALI version."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert f"DALI_PIN := {league.DALI_PIN}\n" in makefile
