@@ -501,8 +501,12 @@ def league_samples(profile: str, images: int) -> list[Sample]:
     return [samples[i * len(samples) // images] for i in range(images)]
 
 
-def run_league(profile: str, rounds: int, images: int, names: list[str], log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Gate every entry, then time those that pass over `rounds` interleaved rounds; the league as a dict."""
+def run_league(profile: str, rounds: int, images: int, names: list[str], log: Callable[[str], None] = print,
+               run_entry: Callable[[Entry, Setup, str], dict[str, Any]] = _in_child) -> dict[str, Any]:
+    """Gate every entry, then time those that pass over `rounds` interleaved rounds; the league as a dict.
+
+    `run_entry(entry, setup, mode)` runs one gate or timed pass: in a fresh process by default; notebook 08 passes
+    `loaderlab.league_lab.in_this_process` on `ci`, where a process per entry would cost more than the league."""
     entries = [BY_NAME[n] for n in names]
     rows = {e.name: Row(e.name, e.title, "ceiling" if e is CEILING else "ranked") for e in entries}
     with linked_split(league_samples(profile, images)) as (root, samples), \
@@ -518,7 +522,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
                 row.status, row.note = "not installed", entry.install
                 continue
             if entry is not CEILING:
-                verdict = _in_child(entry, setup, "check")
+                verdict = run_entry(entry, setup, "check")
                 if verdict["status"] != "passed":
                     row.status, row.note = verdict["status"], verdict.get("note", "")
                     log(f"  {entry.name}: {row.status}: {row.note}")
@@ -529,7 +533,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
         for number in range(rounds):
             order = timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
             for entry in order:
-                result = _in_child(entry, setup, "time")
+                result = run_entry(entry, setup, "time")
                 if result["status"] not in ("timed", "rejected"):
                     rows[entry.name].status, rows[entry.name].note = result["status"], result.get("note", "")
                     continue
