@@ -36,6 +36,10 @@ def in_this_process(entry: league.Entry, setup: league.Setup, mode: str) -> dict
 def small_league(profile: str, rounds: int, images: int, log: Callable[[str], None] = print) -> dict[str, Any]:
     """`league.run_league` on `NOTEBOOK_ENTRIES`: in this process on `ci`, in fresh processes elsewhere."""
     if profile == "ci":
+        # TensorFlow (exercise 07's entries) then shares this process with torch: triton must be imported before
+        # TensorFlow, or importing it later crashes the interpreter (tests/conftest.py says more).
+        import torchvision.ops  # noqa: F401
+
         return league.run_league(profile, rounds, images, NOTEBOOK_ENTRIES, log, run_entry=in_this_process)
     return league.run_league(profile, rounds, images, NOTEBOOK_ENTRIES, log)
 
