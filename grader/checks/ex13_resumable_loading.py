@@ -20,7 +20,7 @@ import multiprocessing
 import os
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from types import ModuleType

@@ -57,8 +57,8 @@ class ResumableLoader:
     def state_dict(self) -> dict[str, int]:
         self._state = getattr(self, '_state', {})
         self._state.update({  # PLANTED: one dict, updated in place: an earlier checkpoint changes with it
-           "dataset_size": len(self.dataset), "seed": self.seed, "epoch": self.epoch,
-                "samples_received": self.samples_received})
+            "dataset_size": len(self.dataset), "seed": self.seed, "epoch": self.epoch,
+            "samples_received": self.samples_received})
         return self._state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
