@@ -71,14 +71,14 @@ class Entry:
     """One row of the league: `build(setup)` returns a fresh iterable of (images, labels[, keys]) batches.
 
     Batches with keys (sample paths under the root, without suffix) may come in any order; without
-    keys they must come in `list_samples` order. `requires` names the module whose absence means
-    "not installed", `install` the command that adds it.
+    keys they must come in `list_samples` order. `requires` names the modules whose absence means
+    "not installed", `install` the command that adds them.
     """
 
     name: str
     title: str
     build: str               # "module:function", imported in the entry's own process
-    requires: str = "torch"
+    requires: tuple[str, ...] = ("torch",)
     install: str = "pip install -r requirements.txt"
     batch_size: int = BATCH  # what the configuration itself asks for
     learner: bool = False    # the learner's exercise: a stub reads "not started"
@@ -146,10 +146,18 @@ def seeds_tfdata(setup: Setup) -> Iterable[Any]:
 def _shard_loader(dataset_class: type, setup: Setup) -> Iterable[Any]:
     from torch.utils.data import DataLoader
 
-    from solutions.ex01_profile_and_fix import fast_center_crop
-
-    dataset = dataset_class(setup.shards, shuffle=False, decode=_decode_chw(fast_center_crop))
+    dataset = dataset_class(setup.shards, shuffle=False, decode=_decode_chw(_shard_crop()))
     return _KeyedBatches(DataLoader(dataset, batch_size=setup.batch_size, num_workers=usable_cores()))
+
+
+def _shard_crop() -> Callable[[Any], np.ndarray]:
+    """How both ex08 entries decode a shard's bytes: exercise 01's solution (draft-mode decode), or, in a learner's
+    copy without solutions/, the reference decode (full size: slower, the same pixels)."""
+    try:
+        from solutions.ex01_profile_and_fix import fast_center_crop
+    except ModuleNotFoundError:
+        return reference_crop
+    return fast_center_crop
 
 
 def ex08_solution(setup: Setup) -> Iterable[Any]:
@@ -160,7 +168,7 @@ def ex08_solution(setup: Setup) -> Iterable[Any]:
 
 
 def ex08_yours(setup: Setup) -> Iterable[Any]:
-    """Your exercise 08's ShardDataset over the same shards (written by the solution's write_shards)."""
+    """Your exercise 08's ShardDataset over the same shards (written by webdataset's TarWriter in module 06's layout)."""
     from exercises.ex08_shards import ShardDataset
 
     return _shard_loader(ShardDataset, setup)
@@ -333,31 +341,37 @@ class _BytesCrop:
         return torch.from_numpy(np.ascontiguousarray(self.crop(io.BytesIO(data)).transpose(2, 0, 1)))
 
 
+# A learner's copy of the course (`make learner-copy`) has no solutions/: the entries built on them say so.
+SOLUTIONS_NOTE = "the course's solutions/ (a learner's copy leaves them out)"
 CEILING = Entry("decode-only", "decode only (Pillow, a thread per core): the ceiling", "loaderlab.league:decode_only",
-                requires="PIL")
+                requires=("PIL",))
 ENTRIES = [
     Entry("tutorial", "tutorial: ImageFolder + ToTensor, batch 64, 0 workers", "loaderlab.league:tutorial",
           note="float32 in [0, 1]: 4x the bytes"),
     Entry("seeds-tuned", "seeds' tuned: batch 128, 8 workers, prefetch 4, persistent", "loaderlab.league:seeds_tuned",
           batch_size=128, note="float32 in [0, 1], batch 128"),
-    Entry("ex04", "ex04 solution: DataLoader, uint8, a worker per core", "loaderlab.league:ex04_solution"),
-    Entry("ex07", "ex07 solution: tf.data, AUTOTUNE", "loaderlab.league:ex07_solution", requires="tensorflow"),
-    Entry("ex08", "ex08 solution: tar shards in a DataLoader", "loaderlab.league:ex08_solution"),
+    Entry("ex04", "ex04 solution: DataLoader, uint8, a worker per core", "loaderlab.league:ex04_solution",
+          requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
+    Entry("ex07", "ex07 solution: tf.data, AUTOTUNE", "loaderlab.league:ex07_solution",
+          requires=("tensorflow", "solutions"), install=SOLUTIONS_NOTE),
+    Entry("ex08", "ex08 solution: tar shards in a DataLoader", "loaderlab.league:ex08_solution",
+          requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
     Entry("seeds-tfdata", "seeds' tf.data: resize to 224, AUTOTUNE", "loaderlab.league:seeds_tfdata",
-          requires="tensorflow"),
+          requires=("tensorflow",)),
     Entry("webdataset", "webdataset library over the tar shards", "loaderlab.league:webdataset_library",
-          requires="webdataset"),
-    Entry("dali", "NVIDIA DALI, CPU pipeline", "loaderlab.league:dali_cpu", requires="nvidia.dali",
+          requires=("webdataset",)),
+    Entry("dali", "NVIDIA DALI, CPU pipeline", "loaderlab.league:dali_cpu", requires=("nvidia.dali",),
           install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
-    Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "loaderlab.league:thread_batches_main"),
+    Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "loaderlab.league:thread_batches_main",
+          requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
     Entry("thread-batch-1w", "candidate: a batch decoded by threads, 1 worker",
-          "loaderlab.league:thread_batches_one_worker"),
+          "loaderlab.league:thread_batches_one_worker", requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
     Entry("yours-ex04", "your ex04", "loaderlab.league:ex04_yours", learner=True),
-    Entry("yours-ex07", "your ex07", "loaderlab.league:ex07_yours", requires="tensorflow", learner=True),
+    Entry("yours-ex07", "your ex07", "loaderlab.league:ex07_yours", requires=("tensorflow",), learner=True),
     Entry("yours-ex08", "your ex08", "loaderlab.league:ex08_yours", learner=True),
 ]
 PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "loaderlab.league:skips_the_crop",
-                requires="PIL")
+                requires=("PIL",))
 BY_NAME = {e.name: e for e in [CEILING, *ENTRIES, PLANTED]}
 
 
@@ -517,8 +531,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
         timed = []
         for entry in entries:
             row = rows[entry.name]
-            if importlib.util.find_spec(entry.requires.split(".")[0]) is None or (
-                    "." in entry.requires and not _has_module(entry.requires)):
+            if not all(_has_module(name) for name in entry.requires):
                 row.status, row.note = "not installed", entry.install
                 continue
             if entry is not CEILING:
@@ -553,11 +566,18 @@ def _has_module(name: str) -> bool:
 
 
 def _write_shards(root: Path, out_dir: Path) -> None:
-    """Module 06's tar shards of the league's images, about 4 per core (so every worker has some)."""
-    from solutions.ex08_shards import write_shards
+    """Module 06's tar shards of the league's images (`<class>/<name>.jpg` beside `<class>/<name>.cls`, in
+    `list_samples` order), about 4 per core so every worker has some; written with webdataset's TarWriter, so a
+    learner's copy, which has no solutions/, writes them too."""
+    import webdataset as wds
 
-    total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    write_shards(root, out_dir, max(total / (4 * usable_cores()), 1) / 1_000_000)
+    samples = list_samples(root)
+    per_shard = max(1, -(-len(samples) // (4 * usable_cores())))
+    for number, start in enumerate(range(0, len(samples), per_shard)):
+        with wds.TarWriter(str(out_dir / f"shard-{number:05d}.tar")) as shard:
+            for sample in samples[start:start + per_shard]:
+                shard.write({"__key__": sample.path.relative_to(root).with_suffix("").as_posix(),
+                             "jpg": sample.path.read_bytes(), "cls": str(sample.label).encode()})
 
 
 def table(league: dict[str, Any]) -> str:

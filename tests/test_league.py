@@ -89,3 +89,31 @@ def test_make_league_peers_installs_the_pin_the_league_names() -> None:
     """`make league-peers` and the league's "not installed" line name the same DALI version."""
     makefile = (REPO_ROOT / "Makefile").read_text()
     assert f"DALI_PIN := {league.DALI_PIN}\n" in makefile
+
+
+def test_a_learners_copy_without_solutions_lists_the_solutions_as_absent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make learner-copy` leaves solutions/ out: their entries read "not installed" and say why, the learner's own
+    entries still run, and the ex08 entries decode with the reference crop."""
+    from loaderlab import league_lab
+
+    monkeypatch.setitem(sys.modules, "solutions", None)  # what an import finds in a copy without the folder
+    monkeypatch.setitem(sys.modules, "solutions.ex01_profile_and_fix", None)
+    monkeypatch.setattr(league, "_has_module", lambda name: name.split(".")[0] != "solutions")
+    result = league.run_league("ci", 1, 12, ["ex04", "yours-ex04", "thread-batch"], log=lambda line: None,
+                               run_entry=league_lab.in_this_process)
+    rows = {row["name"]: row for row in result["rows"]}
+    assert rows["ex04"]["status"] == rows["thread-batch"]["status"] == "not installed"
+    assert rows["ex04"]["note"] == league.SOLUTIONS_NOTE
+    assert rows["yours-ex04"]["status"] == "not started"
+    assert league._shard_crop() is reference_crop
+
+
+def test_the_league_writes_module_06s_shards_that_the_solution_reads(tmp_path: Path) -> None:
+    """Shards written for the league (webdataset's TarWriter) hold every sample, in order, as exercise 08 reads them."""
+    from solutions.ex08_shards import ShardDataset
+
+    with linked_split(league.league_samples("ci", IMAGES)) as (root, samples):
+        league._write_shards(root, tmp_path)
+        keys = [item.key for item in ShardDataset(tmp_path, shuffle=False)]
+        expected = [s.path.relative_to(root).with_suffix("").as_posix() for s in league.list_samples(root)]
+        assert keys == expected and len(list(tmp_path.glob("shard-*.tar"))) > 1
