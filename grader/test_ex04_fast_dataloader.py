@@ -30,6 +30,8 @@ def test_uses_the_asked_worker_processes(grade):
 
 
 @pytest.mark.step(4, "shuffle and flips")
+# Under spawn: the same seeded make_loader in spawn workers; the order is drawn in this process.
+@pytest.mark.spawn_covered_by("augmentations_differ_between_workers")
 def test_every_sample_once_when_shuffled(grade):
     """shuffle=True (with 2 workers and with none): every sample exactly once per epoch; each epoch a full shuffle of
     the samples, of the file order and of the epoch before (at most 20% of consecutive pairs kept as neighbours, rank

@@ -41,6 +41,8 @@ def test_every_sample_once_when_shuffled(grade):
 
 @pytest.mark.step(4, "shuffle per epoch")
 @pytest.mark.timeout_s(240)
+# Under spawn: the same shuffled ShardDataset, set_epoch and all, in spawn workers.
+@pytest.mark.spawn_covered_by("every_sample_once_when_shuffled")
 def test_order_changes_between_epochs_and_repeats_for_a_seed(grade):
     """shuffle=True: the order changes with set_epoch and the seed, repeats for both (also when iterated again without
     set_epoch), a new dataset starts at epoch 0, and two datasets alive at once leave each other's order alone."""

@@ -39,6 +39,8 @@ def test_loader_yields_device_batches_in_order(grade):
 
 
 @pytest.mark.step(3, "the loader")
+# Under spawn: the same gpu_decode_loader in spawn workers.
+@pytest.mark.spawn_covered_by("loader_yields_device_batches_in_order")
 def test_bad_shards_raise_clear_errors(grade):
     """A folder with no shards, a truncated shard (with 0 and 2 workers) and a sample that is not a JPEG raise errors
     naming the folder, the shard or the sample; never a silent short epoch."""

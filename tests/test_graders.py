@@ -213,6 +213,7 @@ def test_correct_alternative_passes(folder: str) -> None:
 
 
 @pytest.mark.timing
+@pytest.mark.alternative_speed
 @pytest.mark.parametrize("folder", sorted(name for name, a in ALTERNATIVE_IMPLEMENTATIONS.items() if a.timed))
 def test_correct_alternative_meets_the_targets_its_route_could_move(folder: str) -> None:
     """A route that could change the speed must pass the timed checks too (after the correctness checks)."""
@@ -256,3 +257,22 @@ def test_checks_left_out_of_the_spawn_pass_start_spawn_workers_themselves(exerci
         if name.startswith("test_") and any(m.name == "spawn_case_of_its_own" for m in getattr(function, "pytestmark", [])):
             source = inspect.getsource(getattr(checks, name.removeprefix("test_")))
             assert '"spawn"' in source, f"{exercise}: {name} is marked spawn_case_of_its_own but starts no spawn workers itself"
+
+
+def _marks(function: object) -> dict[str, pytest.Mark]:
+    return {mark.name: mark for mark in getattr(function, "pytestmark", [])}
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_checks_covered_under_spawn_name_a_check_the_spawn_pass_runs(exercise: str) -> None:
+    """`make test` skips `spawn_covered_by(check)` checks under spawn: the check named must be of the same exercise,
+    start workers, and be graded under spawn itself (by the spawn pass, or as a spawn case of its own)."""
+    module = importlib.import_module(f"grader.test_{exercise}")
+    for name, function in vars(module).items():
+        covered = _marks(function).get("spawn_covered_by") if name.startswith("test_") else None
+        if covered is None:
+            continue
+        other = getattr(module, f"test_{covered.args[0]}", None)
+        assert other is not None, f"{exercise}: {name} is spawn_covered_by({covered.args[0]!r}), which is not a check of it"
+        assert "spawn_covered_by" not in _marks(other) and "throughput" not in _marks(other), (
+            f"{exercise}: {name} is covered by {covered.args[0]}, which the spawn pass does not run either")
