@@ -40,6 +40,8 @@ def test_real_ranks_train_in_lockstep(grade):
 
 @pytest.mark.step(2, "real ranks")
 @pytest.mark.timeout_s(90)
+# Under spawn: the ranks import this exercise by name and gather as in real_ranks_train_in_lockstep.
+@pytest.mark.spawn_covered_by("real_ranks_train_in_lockstep")
 def test_exact_mean_over_real_ranks(grade):
     """On 2 ranks over 7 samples and 3 over 11, exact_mean of the evaluation shares' scores is the mean over all
     samples, each counted once, on every rank (within 1e-9)."""

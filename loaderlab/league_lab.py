@@ -57,6 +57,8 @@ def lessons(result: dict[str, Any]) -> list[str]:
         mine, theirs = rows[yours], rows.get(solution)
         if theirs and theirs["status"] == "ranked" and theirs["median"]:
             reference = f"the solution's {theirs['median']:.0f} img/s (ranked {ranked.index(solution) + 1})"
+        elif theirs and theirs["note"] == league.SOLUTIONS_NOTE:
+            reference = "no solution to compare with (this copy of the course has no solutions/)"
         else:
             reference = f"the solution {theirs['status'] if theirs else 'not run'}"
         revisit = f"revisit {LESSONS[solution]}"

@@ -66,12 +66,12 @@ def test_gate_matches_keyed_batches_in_any_order(setup: league.Setup) -> None:
 
 
 def test_the_league_from_the_command_line(tmp_path: Path) -> None:
-    """One round on 64 ci images: the planted peer is rejected, the candidate and the ceiling are ranked,
+    """One round on 16 ci images: the planted peer is rejected, the candidate and the ceiling are ranked,
     the learner's stub reads "not started", an absent peer names the command that adds it."""
     out = tmp_path / "league.json"
     entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali"
     done = subprocess.run([sys.executable, "-m", "loaderlab.league", "--profile", "ci", "--rounds", "1",
-                           "--images", "64", "--entries", entries, "--out", str(out)],
+                           "--images", "16", "--entries", entries, "--out", str(out)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}

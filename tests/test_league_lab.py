@@ -65,3 +65,9 @@ def test_only_ci_runs_the_league_in_this_process(monkeypatch: pytest.MonkeyPatch
     (args, kwargs), = calls
     assert args[3] == league_lab.NOTEBOOK_ENTRIES
     assert (kwargs.get("run_entry") is league_lab.in_this_process) == in_process
+
+
+def test_a_learners_copy_compares_with_no_solution() -> None:
+    line, = league_lab.lessons({"rows": [_row("ex04", "not installed", note=league.SOLUTIONS_NOTE),
+                                         _row("yours-ex04", "ranked", [150.0])]})
+    assert line == "yours-ex04: ranked, 150 img/s; no solution to compare with (this copy of the course has no solutions/)"
