@@ -108,7 +108,7 @@ test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 	if [ -n "$$failed" ]; then echo "FAILED$$failed"; exit 1; fi; echo "all phases passed"
 
 # The correct alternatives' timed checks (tests/alternatives/, `timed` in expect.toml), one at a time: run after changing
-# a timed target or an alternative. They left `make test` to keep it within 15 minutes on 2 cores.
+# a timed target or an alternative. They left `make test` to keep it within 15 minutes on 2 cores (123 s there).
 test-alternatives: $(INSTALLED) data-ci  ## the correct alternatives against the timed targets their route could move, one at a time
 	$(CI_PYTEST) tests/test_graders.py -m alternative_speed --durations=15
 
