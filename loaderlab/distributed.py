@@ -139,19 +139,32 @@ def _reply(reply: Connection, outcome: tuple[str, Any], when: float) -> None:
         reply.send((RAISED, f"its return value could not be sent back:\n{traceback.format_exc()}", when))
 
 
-def _stop_tree(process: multiprocessing.process.BaseProcess) -> None:
-    """Kill a rank and every process it started (DataLoader workers, say), and reap the rank."""
+def kill_tree(process: multiprocessing.process.BaseProcess, timeout_s: float = EXIT_WAIT_S) -> None:
+    """SIGKILL a process and every process it started (DataLoader workers, say), as a machine that dies would, and
+    reap it. The descendants go first: forked, they hold the process's end of the pipe that join() waits on. Then
+    wait until each descendant is dead: a zombie counts (reparented to init, it is reaped whenever init gets to it)."""
     try:
-        tree = [*psutil.Process(process.pid).children(recursive=True), psutil.Process(process.pid)]
+        descendants = psutil.Process(process.pid).children(recursive=True)
     except psutil.Error:
-        tree = []
-    for member in tree:
+        descendants = []
+    for descendant in descendants:
         try:
-            member.kill()
+            descendant.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(tree, timeout=EXIT_WAIT_S)
-    process.join(EXIT_WAIT_S)
+    process.kill()
+    process.join(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    for descendant in descendants:
+        while time.monotonic() < deadline and _running(descendant):
+            time.sleep(0.01)
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _stack_of(process: multiprocessing.process.BaseProcess, stack_file: Path) -> str:
@@ -253,7 +266,7 @@ def run_ranks(function: Callable[..., Any], world_size: int, args: tuple[Any, ..
                 if outcome is not None and outcome.status in (RETURNED, RAISED):
                     process.join(EXIT_WAIT_S)  # it replied: let it leave by itself
                 if process.is_alive():
-                    _stop_tree(process)
+                    kill_tree(process)
             for connection in replies:
                 connection.close()
             if store is None:

@@ -26,10 +26,9 @@ from tempfile import TemporaryDirectory
 from types import ModuleType
 from typing import Any
 
-import psutil
-
 from grader.support import no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
+from loaderlab.distributed import kill_tree
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
 PRELOAD = ("torch",)
@@ -51,6 +50,7 @@ KILLS = ((WORKERS, 3, 0), (0, 5, WORKERS))
 KILL_EPOCH = 1
 CHILD_TIMEOUT_S = 60.0                   # for the killed run to start (a torch import under spawn) and save k batches
 PARK_S = 120.0                           # the killed run waits here for the kill, mid-epoch (never reached in full)
+KILL_WAIT_S = 10.0                       # for the killed run and its workers to be gone
 # Speed: resuming at 3/4 of an epoch reads 1/4 of its samples; iterating and throwing batches away reads all.
 TIMED_SIZE, TIMED_BATCH = 96, 4          # 24 batches
 TIMED_BATCHES = TIMED_SIZE // TIMED_BATCH
@@ -383,34 +383,6 @@ def _parked_checkpoint(process: multiprocessing.process.BaseProcess, workers: in
     return saved
 
 
-def _kill_tree(process: multiprocessing.process.BaseProcess) -> None:
-    """SIGKILL the run and its DataLoader workers at once, as a machine that dies would (Process.kill is
-    TerminateProcess on Windows). The workers go first: forked, they hold the run's end of the pipe that
-    process.join() waits on, and alone they would notice their parent's death only after 5 s."""
-    try:
-        workers = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        workers = []
-    for worker in workers:
-        try:
-            worker.kill()
-        except psutil.Error:
-            pass
-    process.kill()
-    process.join(10)
-    deadline = time.monotonic() + 10  # until each worker is dead (a zombie left to init to reap, or gone)
-    for worker in workers:
-        while time.monotonic() < deadline and _running(worker):
-            time.sleep(0.01)
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def killed_run_resumes_with_another_worker_count(ex: ModuleType) -> None:
     reference, following = _epoch(ex, KILL_EPOCH), _epoch(ex, KILL_EPOCH + 1)
     with no_leaks("the killed training runs"), TemporaryDirectory(prefix="ex13-") as folder:
@@ -424,7 +396,7 @@ def killed_run_resumes_with_another_worker_count(ex: ModuleType) -> None:
                            for process, (workers, park_after, _), run_folder in zip(processes, KILLS, folders)]
         finally:
             for process in processes:
-                _kill_tree(process)  # SIGKILL: no finally, no atexit, no flush in the killed run
+                kill_tree(process, KILL_WAIT_S)  # SIGKILL, workers first: no finally, no atexit, no flush
     for (workers, park_after, resume_workers), saved in zip(KILLS, checkpoints):
         what = (f"a training run with num_workers={workers}, killed with SIGKILL after {park_after} batches of epoch "
                 f"{KILL_EPOCH}, resumed from its last checkpoint with num_workers={resume_workers}")
