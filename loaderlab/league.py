@@ -82,6 +82,7 @@ class Entry:
     install: str = "pip install -r requirements.txt"
     batch_size: int = BATCH  # what the configuration itself asks for
     learner: bool = False    # the learner's exercise: a stub reads "not started"
+    reads_shards: bool = False  # reads the league's images as module 06's tar shards (written once per league)
     note: str = ""
 
 
@@ -146,7 +147,7 @@ def seeds_tfdata(setup: Setup) -> Iterable[Any]:
 def _shard_loader(dataset_class: type, setup: Setup) -> Iterable[Any]:
     from torch.utils.data import DataLoader
 
-    dataset = dataset_class(setup.shards, shuffle=False, decode=_decode_chw(_shard_crop()))
+    dataset = dataset_class(setup.shards, shuffle=False, decode=_BytesCrop(_shard_crop()))
     return _KeyedBatches(DataLoader(dataset, batch_size=setup.batch_size, num_workers=usable_cores()))
 
 
@@ -325,10 +326,6 @@ class _KeyedBatches:
             yield batch.data, batch.label, list(batch.key)
 
 
-def _decode_chw(crop: Callable[[Any], np.ndarray]) -> Callable[[bytes], Any]:
-    return _BytesCrop(crop)
-
-
 class _BytesCrop:
     """Picklable decode(bytes) -> uint8 CHW tensor, for workers started by spawn too."""
 
@@ -355,11 +352,11 @@ ENTRIES = [
     Entry("ex07", "ex07 solution: tf.data, AUTOTUNE", "loaderlab.league:ex07_solution",
           requires=("tensorflow", "solutions"), install=SOLUTIONS_NOTE),
     Entry("ex08", "ex08 solution: tar shards in a DataLoader", "loaderlab.league:ex08_solution",
-          requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
+          requires=("torch", "solutions"), install=SOLUTIONS_NOTE, reads_shards=True),
     Entry("seeds-tfdata", "seeds' tf.data: resize to 224, AUTOTUNE", "loaderlab.league:seeds_tfdata",
           requires=("tensorflow",)),
     Entry("webdataset", "webdataset library over the tar shards", "loaderlab.league:webdataset_library",
-          requires=("webdataset",)),
+          requires=("webdataset",), reads_shards=True),
     Entry("dali", "NVIDIA DALI, CPU pipeline", "loaderlab.league:dali_cpu", requires=("nvidia.dali",),
           install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
     Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "loaderlab.league:thread_batches_main",
@@ -368,7 +365,7 @@ ENTRIES = [
           "loaderlab.league:thread_batches_one_worker", requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
     Entry("yours-ex04", "your ex04", "loaderlab.league:ex04_yours", learner=True),
     Entry("yours-ex07", "your ex07", "loaderlab.league:ex07_yours", requires=("tensorflow",), learner=True),
-    Entry("yours-ex08", "your ex08", "loaderlab.league:ex08_yours", learner=True),
+    Entry("yours-ex08", "your ex08", "loaderlab.league:ex08_yours", learner=True, reads_shards=True),
 ]
 PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "loaderlab.league:skips_the_crop",
                 requires=("PIL",))
@@ -436,6 +433,7 @@ def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
 
 
 def _key(sample: Sample) -> str:
+    """A sample's key, `<class>/<file stem>`: what module 06's shards name it by, and what keyed batches carry."""
     return f"{sample.path.parent.name}/{sample.path.stem}"
 
 
@@ -466,13 +464,18 @@ def run_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
         return {"status": "rejected", "note": str(err)}
 
 
+def crashed(error: BaseException) -> dict[str, Any]:
+    """An entry's result when its gate or timed pass raised: the exception, in one short line."""
+    return {"status": "crashed", "note": f"{type(error).__name__}: {error}"[:300]}
+
+
 def _child_main(args: argparse.Namespace) -> None:
     entry = BY_NAME[args.child]
     try:
         result = run_child(entry, Setup(Path(args.root), Path(args.shards)), args.mode)
     except Exception as err:  # reported as the entry's crash, with the last line of its traceback
         traceback.print_exc()
-        result = {"status": "crashed", "note": f"{type(err).__name__}: {err}"[:300]}
+        result = crashed(err)
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     os._exit(0)  # skip interpreter teardown: TensorFlow's and DALI's threads can make it slow
 
@@ -526,7 +529,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
     with linked_split(league_samples(profile, images)) as (root, samples), \
             tempfile.TemporaryDirectory(prefix="loaderlab-league-shards-") as shards:
         setup = Setup(root, Path(shards))
-        if any(e.build.endswith(("ex08_solution", "ex08_yours", "webdataset_library")) for e in entries):
+        if any(e.reads_shards for e in entries):
             _write_shards(root, setup.shards)
         timed = []
         for entry in entries:
@@ -576,7 +579,7 @@ def _write_shards(root: Path, out_dir: Path) -> None:
     for number, start in enumerate(range(0, len(samples), per_shard)):
         with wds.TarWriter(str(out_dir / f"shard-{number:05d}.tar")) as shard:
             for sample in samples[start:start + per_shard]:
-                shard.write({"__key__": sample.path.relative_to(root).with_suffix("").as_posix(),
+                shard.write({"__key__": _key(sample),
                              "jpg": sample.path.read_bytes(), "cls": str(sample.label).encode()})
 
 
@@ -591,42 +594,45 @@ def table(league: dict[str, Any]) -> str:
                     key=lambda r: (r["status"] == "ceiling", -r["median"]))
     for r in ranked:
         share = f"{r['median'] / ceiling:.0%}" if ceiling else "-"
-        spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}"
+        spread = _spread(r)
         lines.append(f"{r['name']:<16} {r['median']:>8.0f} {spread:>13} {share:>8}  {r['title']}"
                      + (f" ({r['note']})" if r["note"] else ""))
     lines.append("not ranked:")
     for r in rows:
         if r not in ranked:
-            spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}" if r["median"] else ""
+            spread = _spread(r) if r["median"] else ""
             figures = (f"{r['median']:>8.0f} {spread:>13} {r['median'] / ceiling:>8.0%}" if r["median"] and ceiling
                        else f"{'-':>8} {'-':>13} {'-':>8}")
             lines.append(f"{r['name']:<16} {figures}  {r['status']}: {r['note']}")
     return "\n".join(lines)
 
 
-def bar_chart(league: dict[str, Any], path: Path) -> Path:
-    """Horizontal bars of the ranked entries' medians (whiskers: the spread), the decode-only ceiling as a line."""
-    import matplotlib
+def _spread(row: dict[str, Any]) -> str:
+    return f"{min(row['images_per_s']):.0f}-{max(row['images_per_s']):.0f}"
 
-    matplotlib.use("Agg")
+
+def league_bars(league: dict[str, Any], highlight: Iterable[str] = (), ax: Any = None) -> Any:
+    """Horizontal bars of the ranked entries' medians, each labelled with its figure (whiskers: the spread over
+    rounds), the entries named in `highlight` in orange, the decode-only ceiling as a dashed line. Returns the axes."""
     import matplotlib.pyplot as plt
 
     ranked = sorted((r for r in league["rows"] if r["status"] == "ranked" and r["median"]), key=lambda r: r["median"])
-    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.45 * max(1, len(ranked))))
+    if ax is None:
+        ax = plt.subplots(figsize=(8, 0.6 + 0.45 * max(1, len(ranked))))[1]
     medians = [r["median"] for r in ranked]
     low = [m - min(r["images_per_s"]) for m, r in zip(medians, ranked)]
     high = [max(r["images_per_s"]) - m for m, r in zip(medians, ranked)]
-    ax.barh([r["name"] for r in ranked], medians, xerr=[low, high], color="#4c72b0", capsize=3)
+    marked = set(highlight)
+    ax.barh([r["name"] for r in ranked], medians, xerr=[low, high], capsize=3,
+            color=["#dd8452" if r["name"] in marked else "#4c72b0" for r in ranked])
+    for row, median in enumerate(medians):
+        ax.text(median, row, f" {median:.0f}", va="center", fontsize="small")
     if league["ceiling"]:
         ax.axvline(league["ceiling"], color="#c44e52", linestyle="--", label=f"decode only: {league['ceiling']:.0f}/s")
         ax.legend(loc="lower right", fontsize="small")
     ax.set_xlabel("images/s (median over rounds)")
-    ax.set_title(f"{league['profile']}, {league['cores']} cores, {league['images']} images x {league['rounds']} rounds")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    ax.set_title(f"{league['profile']}, {league['cores']} cores, {league['images']} images x {league['rounds']} round(s)")
+    return ax
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -656,7 +662,13 @@ def main(argv: list[str] | None = None) -> None:
         print("\nNot installed: " + "; ".join(f"{r['name']} ({r['note']})" for r in missing))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(league, indent=2))
-    png = bar_chart(league, args.out.with_suffix(".png"))
+    import matplotlib
+
+    matplotlib.use("Agg")  # a command: the chart goes to a file, never to a window
+    png = args.out.with_suffix(".png")
+    figure = league_bars(league).figure
+    figure.tight_layout()
+    figure.savefig(png, dpi=100)
     print(f"\nSaved {args.out} and {png}")
 
 

@@ -30,7 +30,7 @@ def in_this_process(entry: league.Entry, setup: league.Setup, mode: str) -> dict
     try:
         return league.run_child(entry, setup, mode)
     except Exception as err:  # what league's own child process reports for a crash
-        return {"status": "crashed", "note": f"{type(err).__name__}: {err}"[:300]}
+        return league.crashed(err)
 
 
 def small_league(profile: str, rounds: int, images: int, log: Callable[[str], None] = print) -> dict[str, Any]:
