@@ -2,26 +2,12 @@
 
 from torch.utils.data import DataLoader
 
+from loaderlab.resume_lab import CountingSampler
 from solutions.ex13_resumable_loading import ResumableLoader as _Honest
 
 
-class _CountingSampler:
-    """Counts the indices it hands out; with workers the DataLoader asks for them ahead of the loop."""
-
-    def __init__(self, indices, start):
-        self.indices, self.handed_out = indices, start
-
-    def __iter__(self):
-        for index in self.indices:
-            self.handed_out += 1
-            yield index
-
-    def __len__(self):
-        return len(self.indices)
-
-
 class ResumableLoader(_Honest):
-    _sampler = None
+    _sampler: CountingSampler | None = None
 
     def set_epoch(self, epoch):
         if epoch != self.epoch:
@@ -30,15 +16,14 @@ class ResumableLoader(_Honest):
 
     def __iter__(self):
         start, self._resume_at = self._resume_at, 0
-        self._sampler = _CountingSampler(self._order()[start:], start)
-        self.samples_received = start
+        self._sampler, self.samples_received = CountingSampler(self._order()[start:]), start
         yield from DataLoader(self.dataset, batch_size=self.batch_size, sampler=self._sampler,
                               num_workers=self.num_workers, timeout=60 if self.num_workers else 0)
 
     def state_dict(self):
         state = super().state_dict()
         if self._sampler is not None:
-            state["samples_received"] = self._sampler.handed_out  # planted: the sampler's position
+            state["samples_received"] += self._sampler.handed_out  # planted: the sampler's position
         return state
 
     def load_state_dict(self, state):
