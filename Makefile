@@ -5,11 +5,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 PROFILE ?= workshop
-# INSTALLER=auto: uv (pinned in loaderlab/install.py, put into .venv from the package index) where it can be
+# INSTALLER=auto: uv (pinned in loaderlab/tools/install.py, put into .venv from the package index) where it can be
 # had, else pip; INSTALLER=pip or INSTALLER=uv to choose. WHEELS=dir: install from that folder only, no index.
 INSTALLER ?= auto
 WHEELS ?=
-INSTALL := $(PY) -m loaderlab.install
+INSTALL := $(PY) -m loaderlab.tools.install
 
 .PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives
 
@@ -38,13 +38,11 @@ capstone: $(INSTALLED)  ## train your exercise-11 script for the profile's full 
 	$(PY) -m grader.capstone
 
 league: $(INSTALLED) data  ## the league table on PROFILE's data: the course's loaders beside torchvision, tf.data, webdataset, DALI (after `make league-peers`) and the decode-only ceiling (.grader/league.json and .png)
-	LOADERLAB_PROFILE=$(PROFILE) $(PY) -m loaderlab.league
+	LOADERLAB_PROFILE=$(PROFILE) $(PY) -m league
 
-# DALI stays out of the default install (a 424 MB wheel, about 1 GB installed; Linux only). Keep DALI_PIN equal
-# to loaderlab/league.py's, which names this command in its "not installed" line.
-DALI_PIN := nvidia-dali-cuda120==2.4.0
-league-peers: $(INSTALLED)  ## the league's optional peer, NVIDIA DALI's CPU pipeline (Linux only)
-	if [ -x $(VENV)/bin/uv ]; then $(VENV)/bin/uv pip install --python $(PY) $(DALI_PIN); else $(PY) -m pip install $(DALI_PIN); fi
+# The league's optional peers live in requirements-peers.txt (DALI: a 424 MB wheel, Linux only), out of the lock.
+league-peers: $(INSTALLED)  ## the league's optional peers (requirements-peers.txt): NVIDIA DALI's CPU pipeline (Linux only)
+	if [ -x $(VENV)/bin/uv ]; then $(VENV)/bin/uv pip install --python $(PY) -r requirements-peers.txt; else $(PY) -m pip install -r requirements-peers.txt; fi
 
 playbook: $(INSTALLED)  ## the page you keep: this machine, your measured figures per module, the capstone's run (.grader/playbook.md and .html)
 	$(PY) -m grader.playbook
@@ -65,7 +63,7 @@ learner-copy: $(INSTALLED)  ## make learner-copy DEST=folder: the course without
 	$(PY) -m grader.learner_copy $(DEST)
 
 doctor: $(INSTALLED)  ## what this machine offers, and what will hurt
-	$(PY) -m loaderlab.doctor
+	$(PY) -m loaderlab.tools.doctor
 
 check-platforms: $(INSTALLED)  ## the lock resolves to binary wheels on Linux x86-64 and aarch64, macOS arm64, Windows (needs the index)
 	$(INSTALL) check-platforms

@@ -7,8 +7,9 @@
 elsewhere), then resized and centre-cropped where it was decoded. Without a GPU the same code runs
 on the CPU: right, but not fast (one process decodes); it pays where a device decodes.
 
-The shards are those of exercise 08, read with the course's reference `ShardDataset` (so this exercise
-does not depend on your exercise 08; yours works too if it passes its grader).
+The shards are module 06's tar shards, written and read with the course's own `loaderlab.tar_shards`
+(`TarShardReader`: every sample once, in written order, each DataLoader worker its own shards), so this
+exercise does not depend on your exercise 08.
 
 The grader checks, on every machine: every sample once, in written order with 0 or 1 workers, the last
 partial batch kept, bytes and labels unchanged; pixels within 2.0 levels on average (6.0 for any image)
@@ -31,7 +32,7 @@ from torchvision.transforms.v2 import functional as F  # noqa: F401
 
 from loaderlab.device import decode_jpegs, default_device  # noqa: F401
 from loaderlab.images import CROP, RESIZE  # noqa: F401
-from solutions.ex08_shards import ShardDataset, ShardSample  # noqa: F401
+from loaderlab.tar_shards import ShardSample, TarShardReader  # noqa: F401
 
 WORKER_TIMEOUT_S = 120.0  # a worker silent for this long is an error, not a reason to wait forever
 
@@ -54,7 +55,7 @@ def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> It
     - `num_workers` DataLoader worker processes read the shards, and send bytes, never pixels;
     - a missing folder, or a truncated shard, raises an error naming it.
     """
-    # TODO(ex10a): a DataLoader over ShardDataset(shard_dir, shuffle=False) with num_workers workers (and a
+    # TODO(ex10a): a DataLoader over TarShardReader(shard_dir) with num_workers workers (and a
     # timeout when there are workers). The default collate cannot stack bytes: give it a collate_fn (a
     # top-level function, so spawn can pickle it) that keeps a chunk as lists of bytes, labels and keys.
     # Each worker ends on a partial chunk of its own, so do not yield the chunks as they come: gather

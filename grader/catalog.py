@@ -1,8 +1,8 @@
 """What the course holds, read from the grader itself: each exercise, its steps and checks, where it is taught.
 
 The grader's test files are the one source of truth: a check is a `test_<check>` function there, its step is
-its `step` marker, a timed check carries `throughput`, and a check that calls `skip_unless_cuda` runs only
-where there is a CUDA GPU. Progress, watch mode and the instructor's scoreboard all read this catalogue.
+its `step` marker, a timed check carries `throughput`, and one marked `cuda_only` runs only where there is a
+CUDA GPU (the grader's conftest skips it elsewhere, with the reason). Progress, watch mode and the instructor's scoreboard all read this catalogue.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _checks_of(exercise: str) -> tuple[Check, ...]:
                             step=int(step.args[0]) if step else 0,
                             step_title=str(step.args[1]) if step else "",
                             timed="throughput" in marks,
-                            cuda_only="skip_unless_cuda" in function.__code__.co_names))
+                            cuda_only="cuda_only" in marks))
     return tuple(checks)
 
 

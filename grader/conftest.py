@@ -32,6 +32,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RESULTS] = []
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A check marked `cuda_only` is skipped, with the reason, where there is no CUDA GPU."""
+    if item.get_closest_marker("cuda_only") is not None:
+        from loaderlab.device import cuda_missing_reason
+
+        reason = cuda_missing_reason()
+        if reason:
+            pytest.skip(reason)
+
+
 def target_dir(config: pytest.Config) -> Path:
     """--target resolved from the repo root (a path relative to the cwd works too)."""
     raw = Path(config.getoption("--target"))

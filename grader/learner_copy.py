@@ -11,6 +11,7 @@ that state tagged `course-start`, which `make reset` restores stubs from.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -71,10 +72,38 @@ def _start_repository(dest: Path, commit: str | None) -> None:
             return
 
 
+# For testing a hand-out with this checkout's venv: the venv's editable install would find this checkout's packages
+# (solutions/ among them) before the copy's, so a sitecustomize in the copy removes its finder from every process.
+HIDE_THE_CHECKOUT = """import sys
+sys.meta_path[:] = [finder for finder in sys.meta_path if "__editable__" not in str(getattr(finder, "__module__", ""))
+                    and "__editable__" not in type(finder).__module__]
+"""
+
+
+def hand_out_for_testing(dest: Path, reuse: bool = False) -> dict[str, str]:
+    """A hand-out in `dest` as `make learner-copy` writes it (unless `reuse` and it is there), with this checkout's
+    data/ linked in, and the environment in which only the hand-out is importable: its processes, their workers and
+    notebook kernels see the copy's packages, never this checkout's (so a stray import of solutions/ fails there as
+    it does for a learner). `make test` grades the stubs and runs the notebooks in one."""
+    if not (reuse and (dest / "COURSE_COMMIT").is_file()):
+        write_copy(dest)
+        if (REPO_ROOT / "data").is_dir():
+            (dest / "data").symlink_to(REPO_ROOT / "data", target_is_directory=True)
+        (dest / ".isolate").mkdir()
+        (dest / ".isolate" / "sitecustomize.py").write_text(HIDE_THE_CHECKOUT)
+    return os.environ | {"PYTHONPATH": os.pathsep.join([str(dest / ".isolate"), str(dest)]), "PYTHONNOUSERSITE": "1"}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m grader.learner_copy", description=__doc__.splitlines()[0])
     parser.add_argument("dest", type=Path, help="a new or empty folder outside the course")
+    parser.add_argument("--for-testing", action="store_true",
+                        help="also link data/ and hide this checkout from this venv in the copy (make test); prints "
+                             "the PYTHONPATH to run the copy with")
     args = parser.parse_args(argv)
+    if args.for_testing:
+        print(hand_out_for_testing(args.dest)["PYTHONPATH"])
+        return
     count = write_copy(args.dest)
     print(f"wrote {count} files to {args.dest} (no {', '.join(LEFT_OUT)}). Learners run `make lab` there; "
           "`make grade` grades their exercises/.")

@@ -25,7 +25,7 @@ from grader.collect import PAGE_STYLE, markdown_cell, saved_checks
 from grader.hints import hint_for_check
 from grader.progress import DONE, NOT_GRADED, check_statuses, group_status
 from grader.results import NOT_STARTED, NOT_TIMED, PASS, CheckResult, busy_while_timing, course_commit, read_results
-from loaderlab.doctor import TENSORFLOW, Report, diagnose
+from loaderlab.tools.doctor import TENSORFLOW, Report, diagnose
 from loaderlab.machine import facts
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile
 

@@ -8,7 +8,7 @@ in a new session, with its own output file and environment. Nothing runs in the 
 imports: the few native threads torch and TensorFlow start there sit idle whenever it forks.
 
 Elsewhere (macOS and Windows: fork after these imports is unsafe or missing), or with
-LOADERLAB_FRESH_INTERPRETER=1, `grader.runner` starts a new interpreter for every check instead.
+LOADERLAB_FRESH_INTERPRETER=1, `grader.runner` starts a new interpreter (`python -m grader.child`) for every check instead.
 
 Protocol (one JSON line each way, over the waiting process's stdin and stdout): a request
 {"argv", "env", "output"} is answered by {"pid"} as soon as the child exists, then {"returncode"}.
@@ -78,7 +78,7 @@ class WaitingProcess:
         return json.loads(line)
 
     def start(self, argv: list[str], env: dict[str, str], output: Path) -> int:
-        """Fork a child that runs `python -m grader.runner argv...`; its pid (also its process group)."""
+        """Fork a child that runs `grader.child` with argv; its pid (also its process group)."""
         assert self.process.stdin is not None
         request = {"argv": argv, "env": env, "output": str(output)}
         self.process.stdin.write(json.dumps(request).encode() + b"\n")
@@ -159,12 +159,12 @@ def _run_child(request: dict, replies: IO[str]) -> None:
         os.environ.update(request["env"])
         os.chdir(REPO_ROOT)
         _fresh_random_state()
-        from grader import runner, shm_ledger
+        from grader import child, shm_ledger
 
         shm_ledger.record_creations()  # the ledger file is this check's, named in the request's env
-        sys.modules["__main__"] = runner  # what spawn-started workers import as their main module, as before
-        sys.argv = [runner.__file__, *request["argv"]]
-        runner.main(request["argv"])
+        sys.modules["__main__"] = child  # what spawn-started workers import as their main module, as before
+        sys.argv = [child.__file__, *request["argv"]]
+        child.main(request["argv"])
     except BaseException:  # noqa: BLE001  (the child must never return into the waiting loop)
         import traceback
 
@@ -186,7 +186,7 @@ def serve(exercise: str) -> None:
     os.dup2(2, 1)  # anything the imports print goes to stderr, never into the replies
     import importlib
 
-    from grader import runner  # noqa: F401  (the child needs it; importing it here is part of the saving)
+    from grader import child  # noqa: F401  (the child needs it; importing it here is part of the saving)
 
     checks = importlib.import_module(f"grader.checks.{exercise}")
     for name in getattr(checks, "PRELOAD", ()):

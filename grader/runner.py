@@ -1,17 +1,14 @@
-"""Runs one check of one exercise in a fresh Python process, with a time limit.
+"""Runs one check of one exercise in a fresh Python process, with a time limit (the parent side).
 
-Parent side: `run_check(...)` starts `python -m grader.runner ...`, kills the whole
-process group if it runs past its limit, and reads the child's JSON verdict.
-Child side: imports the exercise from the target folder by its plain module name
-(so spawn-started workers can import it too), runs the check, writes the verdict.
+`run_check(...)` starts the grading child (`grader.child`: forked from a waiting process, `grader.preload`, or
+`python -m grader.child ...`), kills the whole process group if it runs past its limit, and reads the child's
+JSON verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -19,20 +16,18 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 
 import psutil
 
-from grader import preload, shm_ledger  # importing shm_ledger starts the ledger in this process and its workers
+from grader import preload, shm_ledger
+from grader.child import START_METHOD_ENV
 from grader.hints import crash_advice
-from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, TIMEOUT, CheckResult
-from loaderlab.bench import Comparison
+from grader.results import ERROR, FAIL, PASS, TIMEOUT, CheckResult
 from loaderlab.machine import total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT
 
 OUTPUT_TAIL_CHARS = 2000
-START_METHOD_ENV = "LOADERLAB_START_METHOD"  # the child's default multiprocessing start method, when set
 MEMORY_CAP_ENV = "LOADERLAB_MEMORY_CAP_GB"   # overrides the default cap below
 MEMORY_POLL_S = 0.25
 KILLED_EXIT_WAIT_S = 30.0  # for a killed child's exit to be reported
@@ -198,11 +193,11 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
 
 
 class _FreshInterpreter:
-    """A grading child started as `python -m grader.runner ...`, in its own session."""
+    """A grading child started as `python -m grader.child ...`, in its own session."""
 
     def __init__(self, argv: list[str], env: dict[str, str], output_file: Path) -> None:
         with output_file.open("wb") as output:
-            self.process = subprocess.Popen([sys.executable, "-m", "grader.runner", *argv], cwd=REPO_ROOT, env=env,
+            self.process = subprocess.Popen([sys.executable, "-m", "grader.child", *argv], cwd=REPO_ROOT, env=env,
                                             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                                             start_new_session=True)
         self.pid = self.process.pid
@@ -267,75 +262,3 @@ def _crash_message(exercise: str, returncode: int) -> str:
 
 def _tail(output: bytes | None) -> str:
     return (output or b"").decode(errors="replace")[-OUTPUT_TAIL_CHARS:]
-
-
-def _exercise_traceback(err: BaseException, exercise_file: Path) -> str:
-    """Only the frames in the learner's file: the part worth reading."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename).resolve() == exercise_file]
-    return "".join(traceback.format_list(frames[-4:]))
-
-
-def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
-    """Import the exercise, run the check, and say what happened (child side)."""
-    exercise_file = (target / f"{exercise}.py").resolve()
-    if not exercise_file.is_file():
-        return {"status": ERROR, "message": f"MISSING FILE: {exercise_file} does not exist. Did you rename or move it? "
-                f"Restore it with `git checkout -- {exercise_file.relative_to(REPO_ROOT) if exercise_file.is_relative_to(REPO_ROOT) else exercise_file}`."}
-    if str(target.resolve()) not in sys.path:
-        sys.path.insert(0, str(target.resolve()))
-    if os.environ.get(START_METHOD_ENV):
-        multiprocessing.set_start_method(os.environ[START_METHOD_ENV], force=True)
-    try:
-        module = importlib.import_module(exercise)
-    except Exception as err:  # the learner's module failed to import: show why
-        return {"status": ERROR, "message": f"importing {exercise_file} failed: {type(err).__name__}: {err}\n"
-                + traceback.format_exc(limit=-3)}
-    check_function = getattr(importlib.import_module(f"grader.checks.{exercise}"), check)
-    try:
-        outcome = check_function(module)
-    except NotImplementedError as err:
-        return {"status": NOT_STARTED, "message": f"not started: {err or 'a TODO is still open'}"}
-    except AssertionError as err:
-        return {"status": FAIL, "message": str(err)}
-    except Exception as err:
-        return {"status": ERROR, "message": f"your code raised {type(err).__name__}: {err}\n"
-                + _exercise_traceback(err, exercise_file)}
-    if isinstance(outcome, Comparison):
-        print(outcome)
-        message = "" if outcome.passed else _too_slow(outcome)
-        return {"status": PASS if outcome.passed else FAIL, "message": message, "metrics": outcome.to_dict()}
-    return {"status": PASS, "message": ""}
-
-
-def _too_slow(outcome: Comparison) -> str:
-    text = (f"too slow: {outcome.candidate_ips:.1f} {outcome.unit}/s against the baseline's {outcome.baseline_ips:.1f}/s "
-            f"is {outcome.ratio:.2f}x (the median of {outcome.rounds} rounds, which ranged {outcome.ratio_min:.2f}-"
-            f"{outcome.ratio_max:.2f}x{_settled_early(outcome)}); "
-            f"the target is {outcome.target:.2f}x on {outcome.cores} usable cores")
-    if outcome.free_cores is None:
-        return text + "."
-    text += f", of which {outcome.free_cores:.1f} were free while timing (the target scales with the free ones)."
-    if outcome.free_cores < BUSY_SHARE * outcome.cores:
-        text += (" The machine was busy, so this ratio says less than usual: close other programs and grade "
-                 "again before you change your code.")
-    return text
-
-
-def _settled_early(outcome: Comparison) -> str:
-    planned = outcome.rounds_planned or outcome.rounds
-    return f"; the other {planned - outcome.rounds} could not have changed the verdict" if planned > outcome.rounds else ""
-
-
-def main(argv: list[str]) -> None:
-    target, exercise, checks, verdict_file = argv
-    verdicts = {}
-    for check in checks.split(","):
-        verdicts[check] = evaluate(Path(target), exercise, check)
-        Path(verdict_file).write_text(json.dumps(verdicts))  # after each: a later crash keeps the earlier verdicts
-    sys.stdout.flush()
-    # Leave at once: a leaked non-daemon thread must not keep the process (and the grade) waiting.
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -1,9 +1,9 @@
 """A ledger of the shared-memory segments the graded code creates, so that the leak check judges
 only those, and never touches another program's segments.
 
-The grading process installs `record_creations()` when it starts (`grader.runner` does, at import),
+The grading process installs `record_creations()` when it starts (`grader.child` does, at import),
 and so does every worker process it starts: fork copies the patched function, spawn re-imports
-`grader.runner` as the workers' main module, and forkserver preloads this module. Each process
+`grader.child` as the workers' main module, and forkserver preloads this module. Each process
 appends the name of every POSIX segment it creates to the file named by $LOADERLAB_SHM_LEDGER.
 """
 

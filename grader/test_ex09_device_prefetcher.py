@@ -4,8 +4,6 @@ reason, elsewhere)."""
 
 import pytest
 
-from grader.checks.ex09_device_prefetcher import skip_unless_cuda
-
 EXERCISE = "ex09_device_prefetcher"
 
 
@@ -36,31 +34,31 @@ def test_loader_errors_surface_and_close_stops_it(grade):
 
 
 @pytest.mark.step(3, "streams (CUDA only)")
+@pytest.mark.cuda_only
 def test_copies_are_asynchronous_from_pinned_memory(grade):
     """CUDA: every copy comes from pinned memory, with non_blocking=True, on a stream other than the caller's."""
-    skip_unless_cuda()
     grade()
 
 
 @pytest.mark.step(3, "streams (CUDA only)")
+@pytest.mark.cuda_only
 def test_no_race_under_cuda_sanitizer(grade):
     """CUDA: PyTorch's CUDA sanitizer finds no unsynchronised access between the side stream and the caller's."""
-    skip_unless_cuda()
     grade()
 
 
 @pytest.mark.step(3, "streams (CUDA only)")
+@pytest.mark.cuda_only
 def test_buffers_outlive_the_compute_that_reads_them(grade):
     """CUDA: a batch dropped while the caller's kernels on it are still queued is not overwritten by the next copy."""
-    skip_unless_cuda()
     grade()
 
 
 @pytest.mark.step(4, "speed (CUDA only)")
 @pytest.mark.throughput
 @pytest.mark.timeout_s(300)
+@pytest.mark.cuda_only
 def test_overlap_beats_copy_then_compute(grade):
     """CUDA: with a step as long as one batch's copy and conversion, the prefetcher gives at least 1.5x the images/s
     of copying and converting each batch, then computing (a perfect overlap is 2x)."""
-    skip_unless_cuda()
     grade()

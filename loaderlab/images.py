@@ -16,6 +16,10 @@ from PIL import Image
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 RESIZE = 256
 CROP = 224
+# How far a centre crop may be from `reference_crop`, in 0..255 levels of plain |difference|: the course's pixel
+# contract (exercise 01's checks enforce it, and exercises 04 and 10 and the league's gate reuse it).
+MEAN_TOLERANCE = 2.0   # the mean over the images of each image's mean |difference|
+WORST_TOLERANCE = 6.0  # any one image's mean |difference|
 
 
 class Sample(NamedTuple):
@@ -136,6 +140,24 @@ def resize_center_crop(image: Image.Image, resize: int = RESIZE, crop: int = CRO
 def reference_crop(path: Path | str, resize: int = RESIZE, crop: int = CROP) -> np.ndarray:
     """The reference (crop, crop, 3) uint8 centre crop that loaders are checked against."""
     return np.asarray(resize_center_crop(decode_rgb(path), resize, crop), dtype=np.uint8)
+
+
+def short_side_size(width: int, height: int, resize: int = RESIZE) -> tuple[int, int]:
+    """(width, height) after scaling the short side to `resize`, as `resize_center_crop` does."""
+    return (resize, int(resize * height / width)) if width <= height else (int(resize * width / height), resize)
+
+
+def draft_center_crop(path: Path | str) -> np.ndarray:
+    """uint8 (224, 224, 3) centre crop: JPEG draft mode, then crop and resize in one call (notebook 01, section 3).
+
+    Exercise 01's fast crop, as course infrastructure: the CPU baseline of exercise 10 and the league use it."""
+    with Image.open(path) as image:
+        size = short_side_size(*image.size)
+        image.draft("RGB", size)  # decode at 1/2 or 1/4 scale where the image is large enough
+        sx, sy = image.size[0] / size[0], image.size[1] / size[1]
+        left, top = round((size[0] - CROP) / 2), round((size[1] - CROP) / 2)
+        box = (left * sx, top * sy, (left + CROP) * sx, (top + CROP) * sy)
+        return np.asarray(image.convert("RGB").resize((CROP, CROP), Image.BILINEAR, box=box))
 
 
 def mean_abs_difference(a: np.ndarray, b: np.ndarray) -> float:

@@ -1,8 +1,8 @@
 """Exercise 10, reference solution: workers read raw JPEG bytes from the shards; the device decodes whole batches.
 
 Design choices:
-- the shards are module 06's (`solutions.ex08_shards`): the reference `ShardDataset(shuffle=False)` reads
-  them in DataLoader workers, each worker its own shards, and hands back bytes, never pixels;
+- the shards are module 06's tar shards: the course's `loaderlab.tar_shards.TarShardReader` reads them in
+  DataLoader workers, each worker its own shards in written order, and hands back bytes, never pixels;
 - the workers' chunks are cut into batches in this process, so every batch is full except the last, even
   though each worker ends on a partial chunk of its own;
 - each batch is decoded in ONE call of `loaderlab.device.decode_jpegs` (nvJPEG on a CUDA GPU, the CPU's
@@ -23,7 +23,7 @@ from torchvision.transforms.v2 import functional as F
 
 from loaderlab.device import decode_jpegs, default_device
 from loaderlab.images import CROP, RESIZE
-from solutions.ex08_shards import ShardDataset, ShardSample
+from loaderlab.tar_shards import ShardSample, TarShardReader
 
 WORKER_TIMEOUT_S = 120.0  # a worker silent for this long is an error, not a reason to wait forever
 
@@ -48,7 +48,7 @@ def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> It
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if num_workers < 0:
         raise ValueError(f"num_workers must be 0 or more, got {num_workers}")
-    loader = DataLoader(ShardDataset(shard_dir, shuffle=False), batch_size=batch_size, num_workers=num_workers,
+    loader = DataLoader(TarShardReader(shard_dir), batch_size=batch_size, num_workers=num_workers,
                         collate_fn=collate_raw, timeout=WORKER_TIMEOUT_S if num_workers else 0)
     jpegs: list[bytes] = []
     labels: list[int] = []

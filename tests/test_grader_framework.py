@@ -193,7 +193,7 @@ def test_a_check_forked_from_a_waiting_process_starts_as_fresh_as_a_new_interpre
     assert first["pid"] != second["pid"] and first["own_session"] and second["own_session"]
     assert first["parent"] == second["parent"], "one waiting process serves every check of the exercise (pytest sets a new PYTEST_CURRENT_TEST for each)"
     assert first["random"] != second["random"], "numpy's global generator must be seeded anew, as in a new interpreter"
-    assert first["main"] == second["main"] == "grader.runner", "spawn-started workers import grader.runner as main"
+    assert first["main"] == second["main"] == "grader.child", "spawn-started workers import grader.child as main"
     assert first["start_method"] == "spawn" and second["start_method"] == multiprocessing.get_start_method()
     assert first["cwd"] == second["cwd"] == str(REPO_ROOT) and first["stdin_empty"]
     assert first["ledger"] and second["ledger"] and first["ledger"] != second["ledger"], "each check has its own ledger"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from loaderlab import doctor, install
-from loaderlab.install import PLATFORMS, install_commands, pins_for, read_lock, uv_source_options
+from loaderlab.tools import doctor
+from loaderlab.tools import install
+from loaderlab.tools.install import PLATFORMS, install_commands, pins_for, read_lock, uv_source_options
 
 INDEX_FLAGS = ("--index-url", "--extra-index-url", "--index", "--default-index", "http://", "https://")
 PYTHON = Path("/venv/bin/python")
@@ -100,6 +101,6 @@ def test_read_lock_rejects_an_unpinned_line(tmp_path: Path) -> None:
 def test_the_makefile_passes_wheels_and_installer_on() -> None:
     out = subprocess.run(["make", "-n", "-B", ".venv/.installed", "WHEELS=/usb/wheels", "INSTALLER=pip"],
                          cwd=install.REPO_ROOT, capture_output=True, text=True, check=True).stdout
-    line = next(line for line in out.splitlines() if "loaderlab.install install" in line)
+    line = next(line for line in out.splitlines() if "loaderlab.tools.install install" in line)
     assert "--installer pip" in line and "--wheels /usb/wheels" in line
     assert not [word for word in line.split() if word.startswith(INDEX_FLAGS)], line

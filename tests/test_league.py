@@ -1,5 +1,5 @@
-"""The league table (`loaderlab.league`): its correctness gate rejects a peer that does other work, and
-`python -m loaderlab.league` ranks what passes, says what is not started or not installed, and saves its figures."""
+"""The league table (`league.table`): its correctness gate rejects a peer that does other work, and
+`python -m league.table` ranks what passes, says what is not started or not installed, and saves its figures."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loaderlab import league
+from league import table as league
 from loaderlab.images import linked_split, reference_crop
+from loaderlab.tar_shards import sample_key
 from loaderlab.paths import REPO_ROOT
 
 IMAGES = 12
@@ -57,7 +58,7 @@ def test_gate_matches_keyed_batches_in_any_order(setup: league.Setup) -> None:
     batches = _reference_batches(setup)[::-1]
     keyed = []
     for images, labels in batches:
-        keys = [league._key(s) for s in samples if any(np.array_equal(reference_crop(s.path).transpose(2, 0, 1), im)
+        keys = [sample_key(s) for s in samples if any(np.array_equal(reference_crop(s.path).transpose(2, 0, 1), im)
                                                         for im in images)]
         keyed.append((images, labels, keys))
     league.gate(keyed, samples, setup.batch_size)
@@ -70,7 +71,7 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     the learner's stub reads "not started", an absent peer names the command that adds it."""
     out = tmp_path / "league.json"
     entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali"
-    done = subprocess.run([sys.executable, "-m", "loaderlab.league", "--profile", "ci", "--rounds", "1",
+    done = subprocess.run([sys.executable, "-m", "league.table", "--profile", "ci", "--rounds", "1",
                            "--images", "16", "--entries", entries, "--out", str(out)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -86,15 +87,16 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_make_league_peers_installs_the_pin_the_league_names() -> None:
-    """`make league-peers` and the league's "not installed" line name the same DALI version."""
-    makefile = (REPO_ROOT / "Makefile").read_text()
-    assert f"DALI_PIN := {league.DALI_PIN}\n" in makefile
+    """`make league-peers` installs the file the league reads its DALI pin from (the pin is written once)."""
+    recipe = (REPO_ROOT / "Makefile").read_text().split("\nleague-peers:")[1].split("\n\n")[0]
+    assert f"install -r {league.PEERS_FILE.name}" in recipe
+    assert league.DALI_PIN.startswith("nvidia-dali-cuda120==")
 
 
 def test_a_learners_copy_without_solutions_lists_the_solutions_as_absent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`make learner-copy` leaves solutions/ out: their entries read "not installed" and say why, the learner's own
-    entries still run, and the ex08 entries decode with the reference crop."""
-    from loaderlab import league_lab
+    """`make learner-copy` leaves solutions/ out: their entries read "not installed" and say why, and the learner's
+    own entries and the course's candidates still run."""
+    from league import notebook as league_lab
 
     monkeypatch.setitem(sys.modules, "solutions", None)  # what an import finds in a copy without the folder
     monkeypatch.setitem(sys.modules, "solutions.ex01_profile_and_fix", None)
@@ -102,10 +104,9 @@ def test_a_learners_copy_without_solutions_lists_the_solutions_as_absent(monkeyp
     result = league.run_league("ci", 1, 12, ["ex04", "yours-ex04", "thread-batch"], log=lambda line: None,
                                run_entry=league_lab.in_this_process)
     rows = {row["name"]: row for row in result["rows"]}
-    assert rows["ex04"]["status"] == rows["thread-batch"]["status"] == "not installed"
-    assert rows["ex04"]["note"] == league.SOLUTIONS_NOTE
+    assert rows["ex04"]["status"] == "not installed" and rows["ex04"]["note"] == league.SOLUTIONS_NOTE
+    assert rows["thread-batch"]["status"] == "ranked", "the candidates are the course's, not the solutions'"
     assert rows["yours-ex04"]["status"] == "not started"
-    assert league._shard_crop() is reference_crop
 
 
 def test_the_league_writes_module_06s_shards_that_the_solution_reads(tmp_path: Path) -> None:

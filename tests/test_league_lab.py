@@ -1,4 +1,4 @@
-"""Notebook 08's league section (`loaderlab.league_lab`): the league run in this process on `ci`, and the line per
+"""Notebook 08's league section (`league.notebook`): the league run in this process on `ci`, and the line per
 exercise of yours that says where it stands against the solution and which module to revisit."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from loaderlab import league, league_lab
+from league import table as league
+from league import notebook as league_lab
 
 
 def _row(name: str, status: str, images_per_s: list[float] | None = None, note: str = "") -> dict[str, Any]:

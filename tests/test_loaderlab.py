@@ -14,7 +14,8 @@ matplotlib.use("Agg")
 from grader import hints, preload  # noqa: E402
 from grader.results import ERROR, TIMEOUT  # noqa: E402
 from grader.runner import run_check  # noqa: E402
-from loaderlab import bench, doctor, plots, sim, trace  # noqa: E402
+from loaderlab import bench, plots, sim, trace  # noqa: E402
+from loaderlab.tools import doctor
 from loaderlab.images import CorruptImage, broken_files, decode_rgb, list_samples, reference_crop  # noqa: E402
 from loaderlab.paths import REPO_ROOT, DatasetMissing, dataset_dir  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Module 04's notebooks and their helpers: the errata stay fixed, the claims the notebooks teach hold.
 
 The notebooks themselves run under `pytest --nbval-lax`; these tests check their text and code for the
-errors of issue 12, and the behaviour of `loaderlab.dataloading` and `loaderlab.pitfalls` that they
+errors of issue 12, and the behaviour of `loaderlab.lessons.m04_dataloading` and `loaderlab.lessons.m04_pitfalls` that they
 rely on, on small synthetic data (no JPEG decoding, a few seconds in all).
 """
 
@@ -16,8 +16,8 @@ import torch
 from torch.utils.data import DataLoader, default_collate
 
 from grader import quiz
-from loaderlab import dataloading as dl
-from loaderlab import pitfalls
+from loaderlab.lessons import m04_dataloading as dl
+from loaderlab.lessons import m04_pitfalls as pitfalls
 from loaderlab.paths import REPO_ROOT
 
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("04*.ipynb"))

@@ -11,7 +11,6 @@ import ast
 import json
 import os
 import re
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -149,15 +148,6 @@ def _steps() -> dict[str, int]:
     return steps
 
 
-def test_every_check_belongs_to_a_step_and_timed_checks_come_last() -> None:
-    steps = _steps()
-    assert set(steps) == set(_checks()), f"checks without a step: {set(_checks()) - set(steps)}"
-    numbers = sorted(set(steps.values()))
-    assert numbers == list(range(1, len(numbers) + 1))
-    timed = {name for name, node in _checks().items() if "pytest.mark.throughput" in map(ast.unparse, node.decorator_list)}
-    assert timed and {steps[name] for name in timed} == {max(numbers)}
-
-
 def test_every_todo_of_the_stub_names_its_step_in_its_error() -> None:
     text = STUB.read_text()
     todos = set(re.findall(r"# TODO\(ex07 step (\d)\)", text))
@@ -173,21 +163,12 @@ def test_the_stub_says_what_to_build_not_the_code() -> None:
         assert giveaway not in comments, f"the stub's TODOs spell out {giveaway!r}: that belongs in the upper hints"
 
 
-def test_every_check_has_its_own_hint_and_the_hints_climb() -> None:
-    assert set(hints.check_hints(EXERCISE)) == set(_checks())
+def test_the_hints_climb_from_a_nudge() -> None:
     climbing = hints.all_hints()[EXERCISE]
     assert len(climbing) >= 4
     first = climbing[0]
     for giveaway in ("shuffle(", "batch(", "prefetch(", "Dataset.random", "->"):
         assert giveaway not in first, f"the first hint gives away {giveaway!r}: start with a nudge"
-
-
-def test_every_ex07_check_is_named_by_a_planted_folder() -> None:
-    named = set()
-    for expect in PLANTED.glob("ex07_*/expect.toml"):
-        spec = tomllib.loads(expect.read_text())
-        named |= {spec.get(part, {}).get("check") for part in ("caught_by", "too_slow")}
-    assert set(_checks()) <= named
 
 
 # ---- nothing but the learner's output under "your code printed" -----------------------------------

@@ -1,5 +1,5 @@
 """Module 06 (sharded formats): errata 6 and 10 of issue 12, LMDB read the right way, the format helpers of
-`loaderlab.formats`, the notebook's shape (one format per cell, time stated) and the quiz."""
+`loaderlab.lessons.m06_formats`, the notebook's shape (one format per cell, time stated) and the quiz."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from torch.utils.data import DataLoader
 
 from grader import quiz
-from loaderlab import formats
-from loaderlab.formats import LMDBSamples, disk_bytes, lmdb_keys, sample_key, write_lmdb
+from loaderlab.lessons import m06_formats as formats
+from loaderlab.lessons.m06_formats import LMDBSamples, disk_bytes, lmdb_keys, sample_key, write_lmdb
 from loaderlab.images import list_samples
 from loaderlab.paths import REPO_ROOT, dataset_dir
 
@@ -53,7 +53,7 @@ def test_disk_bytes_falls_back_to_the_size_without_st_blocks(tmp_path: Path, mon
 
 
 def test_the_notebook_reads_st_blocks_only_through_the_guard() -> None:
-    assert not any("st_blocks" in source for source in _cells("code")), "use loaderlab.formats.disk_bytes"
+    assert not any("st_blocks" in source for source in _cells("code")), "use loaderlab.lessons.m06_formats.disk_bytes"
 
 
 # ---- erratum 6: what a small file costs, by storage --------------------------------------------------------
@@ -105,7 +105,7 @@ def test_no_iternames_anywhere() -> None:
     import lmdb
 
     assert not hasattr(lmdb.Cursor, "iternames")
-    source = (REPO_ROOT / "loaderlab" / "formats.py").read_text() + "\n".join(_cells("code"))
+    source = (REPO_ROOT / "loaderlab" / "lessons" / "m06_formats.py").read_text() + "\n".join(_cells("code"))
     assert ".iternames(" not in source
 
 

@@ -4,12 +4,10 @@ its path. What needs a GPU is not tested here."""
 
 from __future__ import annotations
 
-import inspect
 import io
 import json
 import subprocess
 import sys
-import tomllib
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from PIL import Image
 
 from grader.checks import ex09_device_prefetcher, ex10_gpu_decode
 from loaderlab import device
+from loaderlab.lessons import m07_device
 from loaderlab.images import CorruptImage, list_samples
 from loaderlab.paths import REPO_ROOT, dataset_dir
 from loaderlab.trace import Tracer
@@ -67,27 +66,27 @@ def test_without_cuda_there_is_a_reason_to_print() -> None:
 def test_batched_crop_and_flip_equal_the_per_sample_ones() -> None:
     generator = torch.Generator().manual_seed(3)
     batch = torch.randint(0, 256, (6, 3, 40, 50), dtype=torch.uint8, generator=generator)
-    tops, lefts, flips = device.crop_flip_draws(6, 40, 50, 32, generator)
-    per_sample = device.crop_flip_per_sample(batch.permute(0, 2, 3, 1).numpy(), 32, tops, lefts, flips)
-    batched = device.crop_flip_batch(batch, 32, tops, lefts, flips)
+    tops, lefts, flips = m07_device.crop_flip_draws(6, 40, 50, 32, generator)
+    per_sample = m07_device.crop_flip_per_sample(batch.permute(0, 2, 3, 1).numpy(), 32, tops, lefts, flips)
+    batched = m07_device.crop_flip_batch(batch, 32, tops, lefts, flips)
     assert np.array_equal(per_sample, batched.permute(0, 2, 3, 1).numpy())
     assert flips.any() and not flips.all()  # the seed draws both, so both paths are exercised
 
 
 def test_the_emulated_timeline_overlaps_copies_with_steps() -> None:
     serial, overlapped = Tracer(), Tracer()
-    serial_s = device.emulated_copy_compute(4, copy_ms=30, step_ms=30, overlap=False, tracer=serial)
-    overlapped_s = device.emulated_copy_compute(4, copy_ms=30, step_ms=30, overlap=True, tracer=overlapped)
+    serial_s = m07_device.emulated_copy_compute(4, copy_ms=30, step_ms=30, overlap=False, tracer=serial)
+    overlapped_s = m07_device.emulated_copy_compute(4, copy_ms=30, step_ms=30, overlap=True, tracer=overlapped)
     assert overlapped_s < 0.85 * serial_s
     for tracer in (serial, overlapped):
         assert sorted({s.name for s in tracer.spans}) == ["copy", "step"] and len(tracer.spans) == 8
 
 
 def test_reference_figures_round_trip(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(device, "REFERENCE_DIR", tmp_path)
-    assert device.reference_figures("07") == []
-    path = device.save_reference_figures("07", {"H2D pinned GB/s, 64 MB": 1.5}, "ci", "cpu")
-    (record,) = device.reference_figures("07")
+    monkeypatch.setattr(m07_device, "REFERENCE_DIR", tmp_path)
+    assert m07_device.reference_figures("07") == []
+    path = m07_device.save_reference_figures("07", {"H2D pinned GB/s, 64 MB": 1.5}, "ci", "cpu")
+    (record,) = m07_device.reference_figures("07")
     assert path.parent == tmp_path and path.name.startswith("07_")
     assert record["figures"] == {"H2D pinned GB/s, 64 MB": 1.5} and record["torch"] == torch.__version__
     assert {"device", "date", "profile", "torchvision"} <= set(json.loads(path.read_text()))
@@ -110,40 +109,6 @@ def test_module_07_imports_no_tensorflow() -> None:
     assert done.stdout.strip() == "[]", f"module 07 must run on torch, torchvision, numpy and Pillow alone: {done.stdout}"
 
 
-@pytest.mark.parametrize("exercise", sorted(EXERCISES))
-def test_cuda_only_checks_are_skipped_with_their_reason(exercise: str) -> None:
-    """A CUDA-only check's test skips itself (with the reason) where there is no GPU; the others never do."""
-    tests = __import__(f"grader.test_{exercise}", fromlist=["*"])
-    cuda_only = set(EXERCISES[exercise].CUDA_ONLY)
-    for name, function in vars(tests).items():
-        if name.startswith("test_"):
-            skips = "skip_unless_cuda()" in inspect.getsource(function)
-            assert skips == (name.removeprefix("test_") in cuda_only), f"{name}: skip_unless_cuda() iff CUDA-only"
-    assert cuda_only <= {n.removeprefix("test_") for n in vars(tests) if n.startswith("test_")}
-
-
-@pytest.mark.parametrize("exercise", sorted(EXERCISES))
-def test_planted_defects_that_need_cuda_say_so(exercise: str) -> None:
-    """A planted folder whose check needs CUDA carries `needs = "cuda"`; every other one is caught on any machine."""
-    cuda_only = set(EXERCISES[exercise].CUDA_ONLY)
-    folders = [p for p in (REPO_ROOT / "tests" / "planted").glob(f"{exercise[:4]}_*") if p.is_dir()]
-    assert folders
-    for folder in folders:
-        spec = tomllib.loads((folder / "expect.toml").read_text())
-        checks = {spec.get(table, {}).get("check") for table in ("caught_by", "too_slow")} - {None}
-        needs_cuda = bool(checks & cuda_only)
-        assert (spec.get("needs") == "cuda") == needs_cuda, f"{folder.name}: needs = \"cuda\" iff its check is CUDA-only"
-
-
-@pytest.mark.parametrize("exercise", sorted(EXERCISES))
-def test_every_check_has_a_hint(exercise: str) -> None:
-    tests = __import__(f"grader.test_{exercise}", fromlist=["*"])
-    checks = {n.removeprefix("test_") for n in vars(tests) if n.startswith("test_")}
-    hints = tomllib.loads((REPO_ROOT / "grader" / "hints" / f"{exercise}.toml").read_text())
-    assert set(hints["checks"]) == checks
-    assert hints["notebook"] == "07_feeding_the_gpu" and len(hints["hints"]) >= 3
-
-
 def test_notebook_07_labels_gpu_figures_and_says_when_there_are_none() -> None:
     cells = json.loads((REPO_ROOT / "notebooks" / "07_feeding_the_gpu.ipynb").read_text())["cells"]
     source = "".join("".join(c["source"]) for c in cells)
@@ -153,9 +118,9 @@ def test_notebook_07_labels_gpu_figures_and_says_when_there_are_none() -> None:
 
 
 def test_gpu_reference_runs_notebook_code_without_jupyter() -> None:
-    """`python -m loaderlab.gpu_reference` finds a module's notebook, leaves IPython's % lines out, and refuses to
+    """`python -m loaderlab.tools.gpu_reference` finds a module's notebook, leaves IPython's % lines out, and refuses to
     record reference figures where there is no CUDA GPU."""
-    from loaderlab import gpu_reference
+    from loaderlab.tools import gpu_reference
 
     cells = gpu_reference.code_cells(gpu_reference.notebook_for("07"))
     assert cells and not any(line.lstrip().startswith("%") for cell in cells for line in cell.splitlines())

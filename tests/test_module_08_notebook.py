@@ -1,4 +1,4 @@
-"""Notebook 08 (capstone) and `loaderlab.capstone_lab`: the pieces the notebook measures with do what it says.
+"""Notebook 08 (capstone) and `loaderlab.lessons.m08_capstone`: the pieces the notebook measures with do what it says.
 
 The notebook itself runs under `pytest --nbval-lax`; these tests check its helpers on small synthetic images (a
 few seconds in all) and that the notebook runs from a learner's copy (no `solutions/`) and shows no GPU figure
@@ -15,8 +15,8 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
-from loaderlab import capstone_lab as lab
-from loaderlab.device import crop_flip_draws, crop_flip_per_sample
+from loaderlab.lessons import m08_capstone as lab
+from loaderlab.lessons.m07_device import crop_flip_draws, crop_flip_per_sample
 from loaderlab.paths import REPO_ROOT
 from loaderlab.training import IMAGE_SIZE, MEAN, RESIZE, STD, WARMUP_BATCHES, SmallCNN
 

@@ -1,6 +1,6 @@
 """Module 09's helpers: loaderlab.distributed runs a function on real ranks (gloo on 127.0.0.1) and reports
 what each returned, raised, or where it hung, leaving no process behind and nothing listening beyond loopback;
-loaderlab.ranks_lab holds what notebook 09 runs on those ranks; the notebook's shape and quiz 09."""
+loaderlab.lessons.m09_ranks holds what notebook 09 runs on those ranks; the notebook's shape and quiz 09."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader
 
 from grader import quiz
-from loaderlab import ranks_lab
+from loaderlab.lessons import m09_ranks as ranks_lab
 from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RankResult, RanksFailed, run_ranks, values
 from loaderlab.paths import REPO_ROOT
-from loaderlab.ranks_lab import WorkerStream
+from loaderlab.lessons.m09_ranks import WorkerStream
 
 TIMEOUT_S = 15.0
 
@@ -131,7 +131,7 @@ def test_bad_world_size_is_refused() -> None:
         run_ranks(_reduce_ranks, 0)
 
 
-# ---- loaderlab.ranks_lab: what notebook 09 runs on real ranks -------------------------------------------------
+# ---- loaderlab.lessons.m09_ranks: what notebook 09 runs on real ranks -------------------------------------------------
 
 def _on_ranks(function: Callable[..., object], world_size: int, args: tuple = (),
               timeout_s: float = TIMEOUT_S) -> list[RankResult]:
@@ -191,7 +191,7 @@ def test_notebook_09_runs_its_ranks_from_loaderlab_and_ends_with_exercise_12_and
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
     assert re.search(r"takes about .* on 2 cores", markdown[0]), "say at the top how long the notebook takes on 2 cores"
-    assert not [s for s in code if re.search(r"^def \w+\(rank", s, re.M)], "rank functions belong in loaderlab.ranks_lab"
+    assert not [s for s in code if re.search(r"^def \w+\(rank", s, re.M)], "rank functions belong in loaderlab.lessons.m09_ranks"
     started = re.findall(r"\b(?:run_ranks|on_ranks|timed_run)\(([\w.]+)", "\n".join(code))
     assert started and all(f.startswith("ranks_lab.") or f == "function" for f in started), started
     assert "START_METHOD = ranks_lab.rank_start_method()" in code[0], "start ranks as ranks_lab.rank_start_method() says"

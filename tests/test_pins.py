@@ -8,7 +8,7 @@ import pytest
 import yaml
 from packaging.markers import Marker
 
-from loaderlab.install import DIRECT, LOCK, PLATFORMS, Platform, read_lock, pins_for
+from loaderlab.tools.install import DIRECT, LOCK, PLATFORMS, Platform, read_lock, pins_for
 
 ESSENTIAL = {"torch", "torchvision", "jupyterlab", "nbval", "pytest", "pillow", "numpy", "matplotlib", "tqdm"}
 # TensorFlow's CPU build where it has wheels; elsewhere the tensorflow build (CPU-only on these platforms).

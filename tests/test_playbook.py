@@ -19,7 +19,7 @@ from grader import playbook
 from grader.catalog import exercises
 from grader.results import FAIL, NOT_STARTED, PASS, CheckResult, read_results, write_json
 from loaderlab.bench import Comparison
-from loaderlab.doctor import TENSORFLOW, Report
+from loaderlab.tools.doctor import TENSORFLOW, Report
 
 WHEN = datetime.datetime(2026, 11, 22, 13, 5, tzinfo=datetime.timezone.utc)
 MACHINE = {"python": "3.11.7", "platform": "Linux-test", "usable_cores": 2, "cpu_count": 2, "ram_gib": 23.5,

@@ -1,4 +1,4 @@
-"""loaderlab.resume_lab, what notebook 09's section on resuming mid-epoch measures, and the torchdata behaviour that
+"""loaderlab.lessons.m09_resume, what notebook 09's section on resuming mid-epoch measures, and the torchdata behaviour that
 section's text states (so that a torchdata upgrade that changes it fails here, not silently in the prose)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from loaderlab import resume_lab
+from loaderlab.lessons import m09_resume as resume_lab
 
 
 def test_reads_are_counted_across_dataloader_workers() -> None:

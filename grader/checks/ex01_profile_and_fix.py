@@ -22,7 +22,7 @@ import numpy as np
 from grader.support import batch_layout, dataset_samples, require, within
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import Sample, broken_files, list_samples, reference_crop
+from loaderlab.images import MEAN_TOLERANCE, WORST_TOLERANCE, Sample, broken_files, list_samples, reference_crop
 from loaderlab.paths import dataset_dir
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
@@ -30,9 +30,8 @@ PRELOAD = ("numpy", "PIL.Image")
 
 T = TypeVar("T")
 
-# Pixels, in 0..255 levels. ex04's checks import MEAN_TOLERANCE and WORST_TOLERANCE (plain differences).
-MEAN_TOLERANCE = 2.0   # mean over the images of each image's |difference| to reference_crop
-WORST_TOLERANCE = 6.0  # plain |difference| of any one image
+# Pixels, in 0..255 levels: MEAN_TOLERANCE and WORST_TOLERANCE (plain differences) are the course's, from
+# loaderlab.images.
 # Ex01 compares each image with the reference at their best alignment (crop_distance: half-pixel steps, up to
 # 1.5 px), so that a centre crop placed a fraction of a pixel differently (an integer box in draft pixels, floor
 # instead of round) is not failed for it, and judges the mean only over enough images to be stable.

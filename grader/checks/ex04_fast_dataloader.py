@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.ex01_profile_and_fix import MEAN_TOLERANCE, WORST_TOLERANCE
 from grader.support import (assert_near_reference_crops, batch_layout, child_processes, dataset_samples, no_leaks,
                             require, within)
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import CROP, Sample, linked_split, mean_abs_difference, reference_crop
+from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, mean_abs_difference,
+                              reference_crop)
 from loaderlab.machine import usable_cores
 from loaderlab.order import adjacent_pair_share, rank_correlation
 

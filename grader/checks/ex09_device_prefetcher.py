@@ -23,8 +23,6 @@ PRELOAD = ("torch",)
 BATCH_SIZES = (8, 8, 8, 8, 8, 3)       # the last batch is partial
 IMAGE_SHAPE = (3, 24, 32)              # small and not square, so a wrong layout shows
 OTHER_MEAN, OTHER_STD = (0.5, 0.25, 0.125), (0.2, 0.4, 0.8)
-CUDA_ONLY = ("copies_are_asynchronous_from_pinned_memory", "no_race_under_cuda_sanitizer",
-             "buffers_outlive_the_compute_that_reads_them", "overlap_beats_copy_then_compute")
 CALLER_BUSY_S = 0.02                   # GPU time the caller's stream spends on each batch before it reads it
 SUM_TOLERANCE = 0.05                   # |sum on the GPU - sum in float64 on the CPU| per image; a batch overwritten
                                        # by another differs by tens to hundreds
@@ -42,17 +40,6 @@ class LoaderFailure(ValueError):
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-
-def skip_unless_cuda() -> None:
-    """For the grader's test files: skip a CUDA-only check, with the reason, where there is no CUDA GPU."""
-    import pytest
-
-    from loaderlab.device import cuda_missing_reason
-
-    reason = cuda_missing_reason()
-    if reason:
-        pytest.skip(reason)
-
 
 def _batches(sizes: Iterable[int] = BATCH_SIZES, shape: tuple[int, ...] = IMAGE_SHAPE, seed: int = 0,
              pinned: bool = False) -> list[tuple[Any, Any]]:

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from loaderlab.device import decode_jpegs, default_device
 from loaderlab.images import CROP, RESIZE
-from solutions.ex08_shards import ShardDataset
+from loaderlab.tar_shards import TarShardReader
 
 
 class RawBatch(NamedTuple):
@@ -23,7 +23,7 @@ class RawBatch(NamedTuple):
 
 
 def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> Iterator[RawBatch]:
-    loader = DataLoader(ShardDataset(shard_dir, shuffle=False), batch_size=None, num_workers=num_workers,
+    loader = DataLoader(TarShardReader(shard_dir), batch_size=None, num_workers=num_workers,
                         timeout=120 if num_workers else 0)
     batch = []
     for sample in loader:

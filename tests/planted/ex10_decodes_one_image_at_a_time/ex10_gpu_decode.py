@@ -12,7 +12,7 @@ from torchvision.transforms.v2 import functional as F
 
 from loaderlab.device import decode_jpegs, default_device
 from loaderlab.images import CROP, RESIZE
-from solutions.ex08_shards import ShardDataset, ShardSample
+from loaderlab.tar_shards import ShardSample, TarShardReader
 
 WORKER_TIMEOUT_S = 120.0  # a worker silent for this long is an error, not a reason to wait forever
 
@@ -37,7 +37,7 @@ def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> It
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if num_workers < 0:
         raise ValueError(f"num_workers must be 0 or more, got {num_workers}")
-    loader = DataLoader(ShardDataset(shard_dir, shuffle=False), batch_size=batch_size, num_workers=num_workers,
+    loader = DataLoader(TarShardReader(shard_dir), batch_size=batch_size, num_workers=num_workers,
                         collate_fn=collate_raw, timeout=WORKER_TIMEOUT_S if num_workers else 0)
     jpegs: list[bytes] = []
     labels: list[int] = []

@@ -2,7 +2,7 @@
 
 from torch.utils.data import DataLoader
 
-from loaderlab.resume_lab import CountingSampler
+from loaderlab.lessons.m09_resume import CountingSampler
 from solutions.ex13_resumable_loading import ResumableLoader as _Honest
 
 

@@ -1,4 +1,4 @@
-"""Notebook 08's league section: your exercises in the league table (`loaderlab.league`) beside the course's
+"""Notebook 08's league section: your exercises in the league table (`league.table`) beside the course's
 solutions of the same exercises, and what the leaders do that you did not.
 
 `small_league` gates and times `NOTEBOOK_ENTRIES` (your exercises 04, 07 and 08, their solutions, the tutorial
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loaderlab import league
+from league import table as league
 
 YOURS = {"yours-ex04": "ex04", "yours-ex07": "ex07", "yours-ex08": "ex08"}  # your entry -> the solution's entry
 LESSONS = {

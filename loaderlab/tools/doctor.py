@@ -1,4 +1,4 @@
-"""`python -m loaderlab.doctor`: what this machine offers the course, and what will hurt.
+"""`python -m loaderlab.tools.doctor`: what this machine offers the course, and what will hurt.
 
 Prints versions, how the packages were installed (installer, time) and the venv's
 size on disk, usable cores, memory, /dev/shm, the multiprocessing start method,
@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loaderlab.install import read_record
+from loaderlab.tools.install import read_record
 from loaderlab.machine import shm_bytes, total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT, DatasetMissing, active_profile, dataset_dir
 

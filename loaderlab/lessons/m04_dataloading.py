@@ -23,8 +23,8 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from loaderlab.baselines import IMAGENET_MEAN, IMAGENET_STD
 from loaderlab.bench import count_batch, measure
-from loaderlab.images import CROP, RESIZE, Sample, reference_crop, resize_center_crop
-from loaderlab.pitfalls import uint8_to_normalised
+from loaderlab.images import CROP, Sample, reference_crop, resize_center_crop
+from loaderlab.lessons.m04_pitfalls import uint8_to_normalised
 from loaderlab.trace import Tracer, span
 
 # ---- timing ---------------------------------------------------------------------------------------
@@ -73,25 +73,6 @@ def torch_threads(threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-# ---- one image, cheaply (notebook 01's wins, in one function) -------------------------------------
-
-
-def short_side_size(width: int, height: int, resize: int = RESIZE) -> tuple[int, int]:
-    """(width, height) after scaling the short side to `resize`, as `resize_center_crop` does."""
-    return (resize, int(resize * height / width)) if width <= height else (int(resize * width / height), resize)
-
-
-def draft_center_crop(path: Any) -> np.ndarray:
-    """uint8 (224, 224, 3) centre crop: JPEG draft mode, then crop and resize in one call (notebook 01, section 3)."""
-    with Image.open(path) as image:
-        size = short_side_size(*image.size)
-        image.draft("RGB", size)  # decode at 1/2 or 1/4 scale where the image is large enough
-        sx, sy = image.size[0] / size[0], image.size[1] / size[1]
-        left, top = round((size[0] - CROP) / 2), round((size[1] - CROP) / 2)
-        box = (left * sx, top * sy, (left + CROP) * sx, (top + CROP) * sy)
-        return np.asarray(image.convert("RGB").resize((CROP, CROP), Image.BILINEAR, box=box))
-
-
 # ---- in-memory datasets -------------------------------------------------------------------------------
 
 
@@ -106,7 +87,7 @@ def decode_all(samples: Sequence[Sample]) -> np.ndarray:
 class InMemoryCrops(Dataset):
     """Decoded crops held in one uint8 (N, 3, H, W) array; with `augment`, a random flip in `__getitem__`.
 
-    The flip is drawn at every access from `self.rng` (which `loaderlab.pitfalls.reseed_worker` replaces
+    The flip is drawn at every access from `self.rng` (which `loaderlab.lessons.m04_pitfalls.reseed_worker` replaces
     in each worker), so an image comes out flipped in some epochs and not in others. Labels are one int64
     array, not a list of Python ints (see copy-on-read, notebook 04).
     """

@@ -1,6 +1,6 @@
 """The league table: the course's loaders against what practitioners use, on the same work, and the machine's limit.
 
-`python -m loaderlab.league [--profile P] [--rounds N] [--images N] [--entries a,b] [--out FILE]`
+`python -m league [--profile P] [--rounds N] [--images N] [--entries a,b] [--out FILE]`
 
 Every entry does the same work on the same images: read, decode, 256-short-side resize + 224 centre
 crop, batches of 64 (uint8 (N, 3, 224, 224) images and their labels). Before any timing, each entry
@@ -42,19 +42,29 @@ from typing import Any
 
 import numpy as np
 
-from loaderlab.images import CROP, Sample, linked_split, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, draft_center_crop, linked_split,
+                              list_samples, mean_abs_difference, reference_crop)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile, dataset_dir
+from loaderlab.tar_shards import sample_key, write_tar_shards
 
 BATCH = 64
 PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
-# The course's pixel tolerance (exercise 01's checks, which exercise 04's reuse): grey levels, plain differences.
-MEAN_TOLERANCE = 2.0        # mean over the checked images of each image's mean |difference|
-WORST_TOLERANCE = 6.0       # any one image
 CHILD_TIMEOUT_S = 300
 RESULT_PREFIX = "LEAGUE-RESULT "
-DALI_PIN = "nvidia-dali-cuda120==2.4.0"
+PEERS_FILE = REPO_ROOT / "requirements-peers.txt"  # what `make league-peers` installs
 PEERS_COMMAND = "make league-peers"
+
+
+def peer_pin(project: str) -> str:
+    """The pin of an optional peer in requirements-peers.txt ("name==version"), as `make league-peers` installs it."""
+    for line in PEERS_FILE.read_text().splitlines():
+        if line.split("==")[0].strip() == project:
+            return line.strip()
+    raise LookupError(f"{PEERS_FILE.name} pins no {project}")
+
+
+DALI_PIN = peer_pin("nvidia-dali-cuda120")
 
 
 @dataclass(frozen=True)
@@ -152,13 +162,9 @@ def _shard_loader(dataset_class: type, setup: Setup) -> Iterable[Any]:
 
 
 def _shard_crop() -> Callable[[Any], np.ndarray]:
-    """How both ex08 entries decode a shard's bytes: exercise 01's solution (draft-mode decode), or, in a learner's
-    copy without solutions/, the reference decode (full size: slower, the same pixels)."""
-    try:
-        from solutions.ex01_profile_and_fix import fast_center_crop
-    except ModuleNotFoundError:
-        return reference_crop
-    return fast_center_crop
+    """How both ex08 entries decode a shard's bytes: the course's draft-mode crop (exercise 01's work), so the two
+    differ only in how they read the shards, with or without solutions/."""
+    return draft_center_crop
 
 
 def ex08_solution(setup: Setup) -> Iterable[Any]:
@@ -253,14 +259,12 @@ class _ThreadBatchDataset:
     def __getitems__(self, indices: list[int]) -> tuple[Any, Any]:
         import torch
 
-        from solutions.ex01_profile_and_fix import fast_center_crop
-
         if self.pool is None or self.pid != os.getpid():  # a pool per process (a worker gets a copy without threads)
             self.pool, self.pid = ThreadPoolExecutor(usable_cores()), os.getpid()
         batch = torch.empty((len(indices), 3, CROP, CROP), dtype=torch.uint8)
 
         def fill(row: int) -> None:
-            batch[row].copy_(torch.from_numpy(fast_center_crop(self.samples[indices[row]].path)).permute(2, 0, 1))
+            batch[row].copy_(torch.from_numpy(draft_center_crop(self.samples[indices[row]].path)).permute(2, 0, 1))
 
         list(self.pool.map(fill, range(len(indices))))
         return batch, torch.tensor([self.samples[i].label for i in indices], dtype=torch.int64)
@@ -340,34 +344,33 @@ class _BytesCrop:
 
 # A learner's copy of the course (`make learner-copy`) has no solutions/: the entries built on them say so.
 SOLUTIONS_NOTE = "the course's solutions/ (a learner's copy leaves them out)"
-CEILING = Entry("decode-only", "decode only (Pillow, a thread per core): the ceiling", "loaderlab.league:decode_only",
+CEILING = Entry("decode-only", "decode only (Pillow, a thread per core): the ceiling", "league.table:decode_only",
                 requires=("PIL",))
 ENTRIES = [
-    Entry("tutorial", "tutorial: ImageFolder + ToTensor, batch 64, 0 workers", "loaderlab.league:tutorial",
+    Entry("tutorial", "tutorial: ImageFolder + ToTensor, batch 64, 0 workers", "league.table:tutorial",
           note="float32 in [0, 1]: 4x the bytes"),
-    Entry("seeds-tuned", "seeds' tuned: batch 128, 8 workers, prefetch 4, persistent", "loaderlab.league:seeds_tuned",
+    Entry("seeds-tuned", "seeds' tuned: batch 128, 8 workers, prefetch 4, persistent", "league.table:seeds_tuned",
           batch_size=128, note="float32 in [0, 1], batch 128"),
-    Entry("ex04", "ex04 solution: DataLoader, uint8, a worker per core", "loaderlab.league:ex04_solution",
+    Entry("ex04", "ex04 solution: DataLoader, uint8, a worker per core", "league.table:ex04_solution",
           requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
-    Entry("ex07", "ex07 solution: tf.data, AUTOTUNE", "loaderlab.league:ex07_solution",
+    Entry("ex07", "ex07 solution: tf.data, AUTOTUNE", "league.table:ex07_solution",
           requires=("tensorflow", "solutions"), install=SOLUTIONS_NOTE),
-    Entry("ex08", "ex08 solution: tar shards in a DataLoader", "loaderlab.league:ex08_solution",
+    Entry("ex08", "ex08 solution: tar shards in a DataLoader", "league.table:ex08_solution",
           requires=("torch", "solutions"), install=SOLUTIONS_NOTE, reads_shards=True),
-    Entry("seeds-tfdata", "seeds' tf.data: resize to 224, AUTOTUNE", "loaderlab.league:seeds_tfdata",
+    Entry("seeds-tfdata", "seeds' tf.data: resize to 224, AUTOTUNE", "league.table:seeds_tfdata",
           requires=("tensorflow",)),
-    Entry("webdataset", "webdataset library over the tar shards", "loaderlab.league:webdataset_library",
+    Entry("webdataset", "webdataset library over the tar shards", "league.table:webdataset_library",
           requires=("webdataset",), reads_shards=True),
-    Entry("dali", "NVIDIA DALI, CPU pipeline", "loaderlab.league:dali_cpu", requires=("nvidia.dali",),
+    Entry("dali", "NVIDIA DALI, CPU pipeline", "league.table:dali_cpu", requires=("nvidia.dali",),
           install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
-    Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "loaderlab.league:thread_batches_main",
-          requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
+    Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "league.table:thread_batches_main"),
     Entry("thread-batch-1w", "candidate: a batch decoded by threads, 1 worker",
-          "loaderlab.league:thread_batches_one_worker", requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
-    Entry("yours-ex04", "your ex04", "loaderlab.league:ex04_yours", learner=True),
-    Entry("yours-ex07", "your ex07", "loaderlab.league:ex07_yours", requires=("tensorflow",), learner=True),
-    Entry("yours-ex08", "your ex08", "loaderlab.league:ex08_yours", learner=True, reads_shards=True),
+          "league.table:thread_batches_one_worker"),
+    Entry("yours-ex04", "your ex04", "league.table:ex04_yours", learner=True),
+    Entry("yours-ex07", "your ex07", "league.table:ex07_yours", requires=("tensorflow",), learner=True),
+    Entry("yours-ex08", "your ex08", "league.table:ex08_yours", learner=True, reads_shards=True),
 ]
-PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "loaderlab.league:skips_the_crop",
+PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "league.table:skips_the_crop",
                 requires=("PIL",))
 BY_NAME = {e.name: e for e in [CEILING, *ENTRIES, PLANTED]}
 
@@ -384,7 +387,7 @@ def _as_array(x: Any) -> np.ndarray:
 
 def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
     """Check one full pass against the reference; return a note on the layout and dtype, or raise GateFailure."""
-    expected = {_key(s): i for i, s in enumerate(samples)}
+    expected = {sample_key(s): i for i, s in enumerate(samples)}
     checked = set(np.linspace(0, len(samples) - 1, min(PIXEL_CHECKS, len(samples))).round().astype(int).tolist())
     seen: list[int] = []
     labels: dict[int, int] = {}
@@ -432,11 +435,6 @@ def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
     return f"{'/'.join(sorted(dtypes))} {'/'.join(sorted(layouts))}, pixels {mean:.2f} off on average"
 
 
-def _key(sample: Sample) -> str:
-    """A sample's key, `<class>/<file stem>`: what module 06's shards name it by, and what keyed batches carry."""
-    return f"{sample.path.parent.name}/{sample.path.stem}"
-
-
 # ---- one entry in its own process --------------------------------------------------------------------
 
 def _builder(entry: Entry) -> Callable[[Setup], Iterable[Any]]:
@@ -482,7 +480,7 @@ def _child_main(args: argparse.Namespace) -> None:
 
 def _in_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "loaderlab.league", "--child", entry.name, "--mode", mode,
+    command = [sys.executable, "-m", "league.table", "--child", entry.name, "--mode", mode,
                "--root", str(setup.root), "--shards", str(setup.shards)]
     try:
         done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
@@ -523,7 +521,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
     """Gate every entry, then time those that pass over `rounds` interleaved rounds; the league as a dict.
 
     `run_entry(entry, setup, mode)` runs one gate or timed pass: in a fresh process by default; notebook 08 passes
-    `loaderlab.league_lab.in_this_process` on `ci`, where a process per entry would cost more than the league."""
+    `league.notebook.in_this_process` on `ci`, where a process per entry would cost more than the league."""
     entries = [BY_NAME[n] for n in names]
     rows = {e.name: Row(e.name, e.title, "ceiling" if e is CEILING else "ranked") for e in entries}
     with linked_split(league_samples(profile, images)) as (root, samples), \
@@ -569,18 +567,9 @@ def _has_module(name: str) -> bool:
 
 
 def _write_shards(root: Path, out_dir: Path) -> None:
-    """Module 06's tar shards of the league's images (`<class>/<name>.jpg` beside `<class>/<name>.cls`, in
-    `list_samples` order), about 4 per core so every worker has some; written with webdataset's TarWriter, so a
-    learner's copy, which has no solutions/, writes them too."""
-    import webdataset as wds
-
+    """Module 06's tar shards of the league's images, about 4 per core so every worker has some."""
     samples = list_samples(root)
-    per_shard = max(1, -(-len(samples) // (4 * usable_cores())))
-    for number, start in enumerate(range(0, len(samples), per_shard)):
-        with wds.TarWriter(str(out_dir / f"shard-{number:05d}.tar")) as shard:
-            for sample in samples[start:start + per_shard]:
-                shard.write({"__key__": _key(sample),
-                             "jpg": sample.path.read_bytes(), "cls": str(sample.label).encode()})
+    write_tar_shards(root, out_dir, max(1, -(-len(samples) // (4 * usable_cores()))), samples)
 
 
 def table(league: dict[str, Any]) -> str:
@@ -636,7 +625,7 @@ def league_bars(league: dict[str, Any], highlight: Iterable[str] = (), ax: Any =
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m loaderlab.league", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m league", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default=None, help="dataset profile (default: $LOADERLAB_PROFILE or workshop)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--images", type=int, default=640)

@@ -20,10 +20,10 @@ from PIL import Image
 from torch import nn
 from torch.utils.data import Dataset
 
-from loaderlab.dataloading import short_side_size
-from loaderlab.device import crop_flip_batch, crop_flip_draws
+from loaderlab.images import short_side_size
+from loaderlab.lessons.m07_device import crop_flip_batch, crop_flip_draws
 from loaderlab.images import Sample, list_samples
-from loaderlab.pitfalls import uint8_to_normalised
+from loaderlab.lessons.m04_pitfalls import uint8_to_normalised
 from loaderlab.training import (IMAGE_SIZE, MEAN, RESIZE, SEED, STD, WARMUP_BATCHES, EpochRecord, StallMeter,
                                 TrainingRun, make_optimizer, seed_everything, train_step)
 
@@ -66,7 +66,7 @@ class DraftFolder(Dataset):
     """`split_dir/<class>/*.jpg` decoded small on every read, as `(uint8 (3, size, size) tensor, label)`.
 
     With `augment`, a random crop and flip drawn on every read from `self.rng`: give each worker its own generator
-    (`worker_init_fn=loaderlab.pitfalls.reseed_worker`), or every worker draws the same numbers. Without, the centre
+    (`worker_init_fn=loaderlab.lessons.m04_pitfalls.reseed_worker`), or every worker draws the same numbers. Without, the centre
     crop. `targets` are the labels in index order (class folders sorted, as `list_samples` numbers them).
     """
 
@@ -131,7 +131,7 @@ class MemoryImages(Dataset):
 
 class BatchCropFlip:
     """A loader of whole squares seen as a loader of augmented batches: each batch gets a random IMAGE_SIZE crop and
-    flip per image (its own draw each), in two gathers for the whole batch (`loaderlab.device.crop_flip_batch`)."""
+    flip per image (its own draw each), in two gathers for the whole batch (`loaderlab.lessons.m07_device.crop_flip_batch`)."""
 
     def __init__(self, loader: Any, seed: int = SEED, size: int = IMAGE_SIZE) -> None:
         self.loader, self.size = loader, size

@@ -1,0 +1,6 @@
+"""The league table, an application above the course's library: the course's loaders (the learner's exercises,
+and the solutions where they exist) beside what practitioners use, on the same work. `python -m league`.
+
+It is the one shipped package that may import `exercises` and `solutions`: a learner's copy has no solutions, and
+their entries then read "not installed" with the reason. `league.table` is the league itself, `league.notebook`
+runs it from notebook 08."""

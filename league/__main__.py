@@ -1,0 +1,3 @@
+from league.table import main
+
+main()
