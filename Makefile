@@ -92,14 +92,20 @@ CI_PYTEST := LOADERLAB_PROFILE=ci LOADERLAB_WAITING_PROCESSES=10 $(PY) -m pytest
 PARALLEL_PYTEST := OMP_WAIT_POLICY=PASSIVE $(CI_PYTEST)
 PHASES := .grader/phases.txt
 UNTIMED_WORKERS ?= 3
+# The hand-out, as `make learner-copy` writes it (no solutions/, no tests/), beside the checkout: the notebooks run
+# there and the stubs are graded there (tests/test_course_structure.py), with only the copy importable.
+HANDOUT ?= $(or $(TMPDIR),/tmp)/loaderlab-handout-$(notdir $(CURDIR))
+HANDOUT_PYTEST := cd $(HANDOUT) && PYTHONPATH=$(HANDOUT)/.isolate:$(HANDOUT) OMP_WAIT_POLICY=PASSIVE LOADERLAB_PROFILE=ci \
+	LOADERLAB_WAITING_PROCESSES=10 $(CURDIR)/$(PY) -m pytest
 define run_phase
 start=$$SECONDS; $(2) || failed="$$failed; $(1)"; echo "  $$((SECONDS - start)) s  $(1)" >> $(PHASES)
 endef
 
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
-	@mkdir -p .grader; : > $(PHASES); failed=""; \
-	$(call run_phase,untimed: project tests + graders' correctness on solutions ($(UNTIMED_WORKERS) at a time),$(PARALLEL_PYTEST) tests/ grader/ --target solutions -m "not timing and not throughput" -n $(UNTIMED_WORKERS) --dist worksteal --durations=20); \
-	$(call run_phase,notebooks (two at a time),$(PARALLEL_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10); \
+	@mkdir -p .grader; : > $(PHASES); failed=""; rm -rf $(HANDOUT); \
+	$(call run_phase,a hand-out (make learner-copy),$(PY) -m grader.learner_copy $(HANDOUT) --for-testing > /dev/null); \
+	$(call run_phase,untimed: project tests (stubs graded in the hand-out) + graders' correctness on solutions ($(UNTIMED_WORKERS) at a time),LOADERLAB_HANDOUT=$(HANDOUT) $(PARALLEL_PYTEST) tests/ grader/ --target solutions -m "not timing and not throughput" -n $(UNTIMED_WORKERS) --dist worksteal --durations=20); \
+	$(call run_phase,notebooks in the hand-out (two at a time),($(HANDOUT_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10)); \
 	$(call run_phase,graders' correctness on solutions under spawn (two at a time),$(PARALLEL_PYTEST) grader/ -m "starts_processes and not throughput and not spawn_case_of_its_own and not spawn_covered_by" --target solutions --start-method spawn -n 2 --dist worksteal --durations=10); \
 	$(call run_phase,timed: project tests that time + graders' timed checks on solutions (one at a time),$(CI_PYTEST) tests/ grader/ --target solutions -m "(timing or throughput) and not alternative_speed" --results .grader/solutions.json --durations=15); \
 	echo; echo "make test, time by phase:"; cat $(PHASES); \

@@ -117,8 +117,9 @@ def test_close_stops_a_busy_worker(grade):
 @pytest.mark.throughput
 @pytest.mark.timeout_s(240)
 def test_processes_beat_the_gil(grade):
-    """A GIL-holding transform: one worker per usable core must be at least 0.6x the free cores faster than one process
-    (1.2x on an idle 2-core machine); on a one-core machine the target is skipped, and says why."""
+    """A GIL-holding transform: one worker per usable core must be faster than one process by a target that grows with
+    the cores free while timing (`GIL_TARGET_AT_ONE_FREE_CORE`, plus `GIL_TARGET_PER_FREE_CORE` for each further free
+    core, in the checks module); on a one-core machine the target is skipped, and says why."""
     grade()
 
 
@@ -126,7 +127,7 @@ def test_processes_beat_the_gil(grade):
 @pytest.mark.throughput
 @pytest.mark.timeout_s(240)
 def test_beats_a_naive_float32_pool(grade):
-    """Decode and crop only: the loader (uint8 through shared memory) must be at least 0.65x the free cores faster
-    than `Pool.map` returning normalised float32 images (each 600 KB, pickled back), with the same number of workers
-    (1.3x on an idle 2-core machine)."""
+    """Decode and crop only: the loader (uint8 through shared memory) must be `POOL_TARGET` times as fast as `Pool.map`
+    returning normalised float32 images (each 600 KB, pickled back), with the same number of workers (a flat target:
+    scaled by the free cores, it let a planted pool pass)."""
     grade()

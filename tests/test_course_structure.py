@@ -1,19 +1,21 @@
 """Rules that hold for the whole course, checked once over every exercise and every shipped file.
 
 - The answers are a leaf: nothing that ships to learners imports `solutions/` (an allow-list says why where it does).
-- Every exercise: each check belongs to a graded step, steps run 1, 2, ... in file order with one title each that fits
-  the summary table, the timed checks form the last step alone, the hints name exactly the checks, a CUDA-only check
+- Every exercise: each check belongs to a graded step, steps run 1, 2, ... in file order with one title each, the
+  timed checks are in the last step, the hints name exactly the checks, a CUDA-only check
   is marked `cuda_only` and its planted folders say `needs = "cuda"`.
-- Every stub imports where `solutions/` does not exist (a hand-out), and reads "not started" there
-  (`test_stubs_read_not_started_in_a_hand_out`, which grades a real copy made by `make learner-copy`).
+- Every stub imports where `solutions/` does not exist (a hand-out made by `make learner-copy`), and reads "not
+  started" there (`test_stubs_read_not_started_in_a_hand_out` grades the copy).
 That every check can fail is `tests/test_graders.py::test_every_check_is_proven_able_to_fail`.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -28,6 +30,7 @@ from grader.results import NOT_STARTED
 from loaderlab.paths import REPO_ROOT
 
 EXERCISES = [exercise.name for exercise in catalog.exercises()]
+COMPLETE_STUBS = sorted(path.stem for path in (REPO_ROOT / "tests" / "stubs").glob("ex*.toml"))  # not "not started"
 SHIPPED = ("exercises", "grader", "loaderlab", "league", "data_gen", "notebooks")
 # The shipped files that may import the solutions, and why. Each also works where solutions/ is absent.
 MAY_IMPORT_SOLUTIONS = {
@@ -118,10 +121,7 @@ def test_steps_come_in_build_order_and_the_timed_checks_last(exercise: str) -> N
     for check in checks:
         assert titles.setdefault(check.step, check.step_title) == check.step_title, f"step {check.step} has two titles"
     assert len(set(titles.values())) == len(titles), "each step has its own title"
-    assert all(len(f"step {n}: {title}") <= 28 for n, title in titles.items()), "titles fit the summary table"
-    timed_steps = {check.step for check in checks if check.timed}
-    assert timed_steps <= {max(numbers)}, "the timed checks form the last step"
-    assert all(check.timed for check in checks if check.step in timed_steps), "and the last step holds only them"
+    assert {check.step for check in checks if check.timed} <= {max(numbers)}, "the timed checks are in the last step"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
@@ -169,15 +169,17 @@ def hand_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return dest, hand_out_for_testing(dest, reuse=bool(given))
 
 
-def test_every_stub_imports_without_the_solutions(hand_out: tuple[Path, dict[str, str]]) -> None:
+def test_complete_stubs_import_without_the_solutions(hand_out: tuple[Path, dict[str, str]]) -> None:
+    """The stubs that are complete programs (tests/stubs/) are not graded in the hand-out below: they must import
+    there all the same, and the hand-out must not see this checkout's solutions/."""
     dest, env = hand_out
     assert not (dest / "solutions").exists() and not (dest / "tests").exists()
     code = ("import importlib, sys\n"
             "for name in sys.argv[1:]:\n"
             "    importlib.import_module('exercises.' + name)\n"
             "try:\n    import solutions\nexcept ModuleNotFoundError:\n    print('no solutions')\n")
-    done = subprocess.run([sys.executable, "-c", code, *EXERCISES], cwd=dest, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-c", code, *COMPLETE_STUBS], cwd=dest, env=env, capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("no solutions"), "the hand-out must not see this checkout's solutions/"
 
@@ -187,16 +189,29 @@ def test_stubs_read_not_started_in_a_hand_out(hand_out: tuple[Path, dict[str, st
     started" and points at a TODO. (A stub that is a complete program with planted defects, tests/stubs/, is graded
     in the repository by tests/test_graders.py; here it must import, above.)"""
     dest, env = hand_out
-    complete = sorted(path.stem for path in (REPO_ROOT / "tests" / "stubs").glob("ex*.toml"))
     results = dest / ".grader" / "stub-grades.json"
     done = subprocess.run([sys.executable, "-m", "pytest", "grader/", "-m", "not throughput", "-q", "-p",
                            "no:cacheprovider", "--results", str(results),
-                           *(f"--ignore=grader/test_{name}.py" for name in complete)],
+                           *(f"--ignore=grader/test_{name}.py" for name in COMPLETE_STUBS)],
                           cwd=dest, env=env, capture_output=True, text=True, timeout=900)
     assert results.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     graded = json.loads(results.read_text())["exercises"]
-    assert sorted(graded) == sorted(set(EXERCISES) - set(complete)), f"graded {sorted(graded)}"
+    assert sorted(graded) == sorted(set(EXERCISES) - set(COMPLETE_STUBS)), f"graded {sorted(graded)}"
     for exercise, record in graded.items():
         for result in record["checks"]:
             assert result["status"] == NOT_STARTED and "TODO" in result["message"], (
                 f"{exercise}.{result['check']} on the hand-out's stub: {result['status']}: {result['message'][:800]}")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_a_target_stated_in_a_checks_docstring_is_the_one_enforced(exercise: str) -> None:
+    """A grader's docstrings state rules; a target they quote ("at least 1.5x") must be a constant of the checks module
+    that enforces it, so the number is written once (an ex03 docstring once promised 0.6x the free cores while the
+    check enforced 0.9 + 0.5 x (free - 1))."""
+    tests = importlib.import_module(f"grader.test_{exercise}")
+    checks = importlib.import_module(f"grader.checks.{exercise}")
+    constants = {value for value in vars(checks).values() if isinstance(value, int | float) and not isinstance(value, bool)}
+    for name, function in vars(tests).items():
+        if name.startswith("test_") and function.__doc__:
+            for quoted in re.findall(r"(?:at least|reach(?:es)?|at most) (\d+(?:\.\d+)?)x", " ".join(function.__doc__.split())):
+                assert float(quoted) in constants, f"{name} quotes {quoted}x, which no constant of grader/checks/{exercise}.py holds"
