@@ -2,5 +2,5 @@
 and the solutions where they exist) beside what practitioners use, on the same work. `python -m league`.
 
 It is the one shipped package that may import `exercises` and `solutions`: a learner's copy has no solutions, and
-their entries then read "not installed" with the reason. `league.table` is the league itself, `league.notebook`
-runs it from notebook 08."""
+their entries then read "not installed" with the reason. `league.entries` is the roster, `league.table` gates, times,
+ranks and draws them, `league.notebook` runs a small league from notebook 08."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from league import entries
 from league import table as league
 
 YOURS = {"yours-ex04": "ex04", "yours-ex07": "ex07", "yours-ex08": "ex08"}  # your entry -> the solution's entry
@@ -57,7 +58,7 @@ def lessons(result: dict[str, Any]) -> list[str]:
         mine, theirs = rows[yours], rows.get(solution)
         if theirs and theirs["status"] == "ranked" and theirs["median"]:
             reference = f"the solution's {theirs['median']:.0f} img/s (ranked {ranked.index(solution) + 1})"
-        elif theirs and theirs["note"] == league.SOLUTIONS_NOTE:
+        elif theirs and theirs["note"] == entries.SOLUTIONS_NOTE:
             reference = "no solution to compare with (this copy of the course has no solutions/)"
         else:
             reference = f"the solution {theirs['status'] if theirs else 'not run'}"

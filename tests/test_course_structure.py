@@ -34,7 +34,7 @@ COMPLETE_STUBS = sorted(path.stem for path in (REPO_ROOT / "tests" / "stubs").gl
 SHIPPED = ("exercises", "grader", "loaderlab", "league", "data_gen", "notebooks")
 # The shipped files that may import the solutions, and why. Each also works where solutions/ is absent.
 MAY_IMPORT_SOLUTIONS = {
-    "league/table.py": "the league is an application above the library: it compares the course's loaders with the "
+    "league/entries.py": "the league is an application above the library: it compares the course's loaders with the "
                        "solutions where they exist, and lists them as not installed in a learner's copy",
     "loaderlab/tools/gpu_reference.py": "a maintainer's tool that runs a notebook on a GPU machine with the "
                                         "solutions standing in for the exercises, to measure the reference figures",

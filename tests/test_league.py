@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from league import entries
 from league import table as league
 from loaderlab.images import linked_split, reference_crop
 from loaderlab.tar_shards import sample_key
@@ -39,7 +40,7 @@ def test_gate_passes_the_reference_decode(setup: league.Setup) -> None:
 
 def test_gate_rejects_a_peer_that_skips_the_crop(setup: league.Setup) -> None:
     with pytest.raises(league.GateFailure, match="not the 256 resize \\+ 224 centre crop"):
-        league.gate(league.skips_the_crop(setup), league.list_samples(setup.root), setup.batch_size)
+        league.gate(entries.skips_the_crop(setup), league.list_samples(setup.root), setup.batch_size)
 
 
 def test_gate_rejects_wrong_labels_and_lost_samples(setup: league.Setup) -> None:
@@ -89,8 +90,8 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
 def test_make_league_peers_installs_the_pin_the_league_names() -> None:
     """`make league-peers` installs the file the league reads its DALI pin from (the pin is written once)."""
     recipe = (REPO_ROOT / "Makefile").read_text().split("\nleague-peers:")[1].split("\n\n")[0]
-    assert f"install -r {league.PEERS_FILE.name}" in recipe
-    assert league.DALI_PIN.startswith("nvidia-dali-cuda120==")
+    assert f"install -r {entries.PEERS_FILE.name}" in recipe
+    assert entries.DALI_PIN.startswith("nvidia-dali-cuda120==")
 
 
 def test_a_learners_copy_without_solutions_lists_the_solutions_as_absent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +105,7 @@ def test_a_learners_copy_without_solutions_lists_the_solutions_as_absent(monkeyp
     result = league.run_league("ci", 1, 12, ["ex04", "yours-ex04", "thread-batch"], log=lambda line: None,
                                run_entry=league_lab.in_this_process)
     rows = {row["name"]: row for row in result["rows"]}
-    assert rows["ex04"]["status"] == "not installed" and rows["ex04"]["note"] == league.SOLUTIONS_NOTE
+    assert rows["ex04"]["status"] == "not installed" and rows["ex04"]["note"] == entries.SOLUTIONS_NOTE
     assert rows["thread-batch"]["status"] == "ranked", "the candidates are the course's, not the solutions'"
     assert rows["yours-ex04"]["status"] == "not started"
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from league import entries
 from league import table as league
 from league import notebook as league_lab
 
@@ -69,6 +70,6 @@ def test_only_ci_runs_the_league_in_this_process(monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_learners_copy_compares_with_no_solution() -> None:
-    line, = league_lab.lessons({"rows": [_row("ex04", "not installed", note=league.SOLUTIONS_NOTE),
+    line, = league_lab.lessons({"rows": [_row("ex04", "not installed", note=entries.SOLUTIONS_NOTE),
                                          _row("yours-ex04", "ranked", [150.0])]})
     assert line == "yours-ex04: ranked, 150 img/s; no solution to compare with (this copy of the course has no solutions/)"

@@ -1,0 +1,346 @@
+"""The league's roster: who runs, on what setup, and how each entry builds its loader.
+
+Every entry does the same work on the same images: read, decode, 256-short-side resize + 224 centre crop, batches
+of 64 (uint8 (N, 3, 224, 224) images and their labels). `build` names a function of this module (or another) that
+returns a fresh iterable of batches for a `Setup`; `league.table` gates, times and ranks them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loaderlab.images import CROP, draft_center_crop, list_samples
+from loaderlab.machine import usable_cores
+from loaderlab.paths import REPO_ROOT
+
+BATCH = 64
+PEERS_FILE = REPO_ROOT / "requirements-peers.txt"  # what `make league-peers` installs
+PEERS_COMMAND = "make league-peers"
+
+
+def peer_pin(project: str) -> str:
+    """The pin of an optional peer in requirements-peers.txt ("name==version"), as `make league-peers` installs it."""
+    for line in PEERS_FILE.read_text().splitlines():
+        if line.split("==")[0].strip() == project:
+            return line.strip()
+    raise LookupError(f"{PEERS_FILE.name} pins no {project}")
+
+
+DALI_PIN = peer_pin("nvidia-dali-cuda120")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every entry gets: the image tree, the same images as module 06's tar shards, the batch size."""
+
+    root: Path
+    shards: Path
+    batch_size: int = BATCH
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the league: `build(setup)` returns a fresh iterable of (images, labels[, keys]) batches.
+
+    Batches with keys (sample paths under the root, without suffix) may come in any order; without
+    keys they must come in `list_samples` order. `requires` names the modules whose absence means
+    "not installed", `install` the command that adds them.
+    """
+
+    name: str
+    title: str
+    build: str               # "module:function", imported in the entry's own process
+    requires: tuple[str, ...] = ("torch",)
+    install: str = "pip install -r requirements.txt"
+    batch_size: int = BATCH  # what the configuration itself asks for
+    learner: bool = False    # the learner's exercise: a stub reads "not started"
+    reads_shards: bool = False  # reads the league's images as module 06's tar shards (written once per league)
+    note: str = ""
+
+
+# ---- the entries -----------------------------------------------------------------------------------
+
+def tutorial(setup: Setup) -> Iterable[Any]:
+    """torchvision's ImageFolder + Resize(256), CenterCrop(224), ToTensor(); batch 64, no worker process."""
+    from loaderlab.baselines import tutorial_dataloader
+
+    return tutorial_dataloader(setup.root, setup.batch_size)
+
+
+def seeds_tuned(setup: Setup) -> Iterable[Any]:
+    """The seed articles' "tuned" DataLoader: the tutorial's dataset, batch 128, 8 workers, prefetch 4, persistent."""
+    from loaderlab.baselines import tutorial_dataloader
+
+    return tutorial_dataloader(setup.root, batch_size=128, num_workers=8, prefetch_factor=4, persistent_workers=True)
+
+
+def ex04_solution(setup: Setup) -> Iterable[Any]:
+    """Exercise 04's solution: draft-mode decode + one-call crop-resize, uint8, a worker per core."""
+    from solutions.ex04_fast_dataloader import make_loader
+
+    return make_loader(setup.root, setup.batch_size)
+
+
+def ex04_yours(setup: Setup) -> Iterable[Any]:
+    """Your exercise 04."""
+    from exercises.ex04_fast_dataloader import make_loader
+
+    return make_loader(setup.root, setup.batch_size)
+
+
+def ex07_solution(setup: Setup) -> Iterable[Any]:
+    """Exercise 07's solution in eval mode: parallel decode (AUTOTUNE), cache, batch, prefetch."""
+    from solutions.ex07_tfdata_pipeline import build_pipeline
+
+    return build_pipeline(setup.root, setup.batch_size, training=False, seed=0)
+
+
+def ex07_yours(setup: Setup) -> Iterable[Any]:
+    """Your exercise 07, in eval mode."""
+    from exercises.ex07_tfdata_pipeline import build_pipeline
+
+    return build_pipeline(setup.root, setup.batch_size, training=False, seed=0)
+
+
+def seeds_tfdata(setup: Setup) -> Iterable[Any]:
+    """tf.data as the seed articles wrote it: read, decode_jpeg, resize straight to 224 x 224 (no crop), AUTOTUNE."""
+    import tensorflow as tf
+
+    samples = list_samples(setup.root)
+
+    def load(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        return tf.cast(tf.image.resize(image, (CROP, CROP)), tf.uint8), label
+
+    files = tf.data.Dataset.from_tensor_slices(([str(s.path) for s in samples], [s.label for s in samples]))
+    return files.map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(setup.batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def _shard_loader(dataset_class: type, setup: Setup) -> Iterable[Any]:
+    from torch.utils.data import DataLoader
+
+    dataset = dataset_class(setup.shards, shuffle=False, decode=_BytesCrop(_shard_crop()))
+    return _KeyedBatches(DataLoader(dataset, batch_size=setup.batch_size, num_workers=usable_cores()))
+
+
+def _shard_crop() -> Callable[[Any], np.ndarray]:
+    """How both ex08 entries decode a shard's bytes: the course's draft-mode crop (exercise 01's work), so the two
+    differ only in how they read the shards, with or without solutions/."""
+    return draft_center_crop
+
+
+def ex08_solution(setup: Setup) -> Iterable[Any]:
+    """Exercise 08's ShardDataset over the tar shards, decoded with exercise 01's crop, in a DataLoader (a worker per core)."""
+    from solutions.ex08_shards import ShardDataset
+
+    return _shard_loader(ShardDataset, setup)
+
+
+def ex08_yours(setup: Setup) -> Iterable[Any]:
+    """Your exercise 08's ShardDataset over the same shards (written by webdataset's TarWriter in module 06's layout)."""
+    from exercises.ex08_shards import ShardDataset
+
+    return _shard_loader(ShardDataset, setup)
+
+
+def webdataset_library(setup: Setup) -> Iterable[Any]:
+    """The `webdataset` library over the same shards, as its README writes it: decode("pil"), torchvision's
+    Resize(256) + CenterCrop(224) + PILToTensor (uint8), batched, in a WebLoader with a worker per core."""
+    import webdataset as wds
+    from torchvision import transforms
+
+    transform = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(CROP), transforms.PILToTensor()])
+    urls = [str(p) for p in sorted(setup.shards.glob("shard-*.tar"))]
+    dataset = (wds.WebDataset(urls, shardshuffle=False).decode("pil").to_tuple("jpg;jpeg;png", "cls", "__key__")
+               .map_tuple(transform, int, str).batched(setup.batch_size, partial=True))
+    return wds.WebLoader(dataset, batch_size=None, num_workers=min(usable_cores(), len(urls)))
+
+
+def dali_cpu(setup: Setup) -> Iterable[Any]:
+    """NVIDIA DALI's CPU pipeline, as its docs write it: file reader, decoders.image (cpu), resize_shorter=256
+    (linear, antialiased), crop_mirror_normalize to a uint8 CHW 224 crop; a thread per core, no GPU."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    samples = list_samples(setup.root)
+
+    @pipeline_def(batch_size=setup.batch_size, num_threads=usable_cores(), device_id=None, prefetch_queue_depth=2)
+    def pipeline():  # type: ignore[no-untyped-def]
+        data, labels = fn.readers.file(files=[str(s.path) for s in samples], labels=[s.label for s in samples],
+                                       random_shuffle=False, pad_last_batch=True, name="reader")
+        images = fn.decoders.image(data, device="cpu", output_type=types.RGB)
+        images = fn.resize(images, resize_shorter=256, interp_type=types.INTERP_LINEAR, antialias=True)
+        return fn.crop_mirror_normalize(images, crop=(CROP, CROP), dtype=types.UINT8, output_layout="CHW"), labels
+
+    return _DaliEpoch(pipeline, len(samples), setup.batch_size)
+
+
+class _DaliEpoch:
+    """One epoch of a DALI pipeline as numpy batches (the padded last batch cut to the samples left)."""
+
+    def __init__(self, make_pipeline: Callable[[], Any], samples: int, batch_size: int) -> None:
+        self.make_pipeline, self.samples, self.batch_size = make_pipeline, samples, batch_size
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        pipe = self.make_pipeline()
+        pipe.build()
+        for start in range(0, self.samples, self.batch_size):
+            images, labels = pipe.run()
+            keep = min(self.batch_size, self.samples - start)
+            yield np.array(images.as_tensor())[:keep], np.array(labels.as_tensor()).reshape(-1)[:keep]
+
+
+def thread_batches(setup: Setup, num_workers: int) -> Iterable[Any]:
+    from torch.utils.data import DataLoader
+
+    return DataLoader(_ThreadBatchDataset(setup.root), batch_size=setup.batch_size, num_workers=num_workers,
+                      collate_fn=_already_a_batch, persistent_workers=num_workers > 0)
+
+
+def thread_batches_main(setup: Setup) -> Iterable[Any]:
+    """A candidate: `__getitems__` decodes a whole batch on a thread per core (Pillow releases the GIL) into one
+    preallocated uint8 batch; no worker process."""
+    return thread_batches(setup, 0)
+
+
+def thread_batches_one_worker(setup: Setup) -> Iterable[Any]:
+    """The same batch-of-threads dataset in one worker process, so the next batch decodes while this one is used."""
+    return thread_batches(setup, 1)
+
+
+class _ThreadBatchDataset:
+    """Map-style dataset whose `__getitems__` makes a whole (uint8 (N, 3, 224, 224), int64 (N,)) batch with threads."""
+
+    def __init__(self, root: Path) -> None:
+        self.samples = list_samples(root)
+        self.pool: ThreadPoolExecutor | None = None
+        self.pid = -1
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitems__(self, indices: list[int]) -> tuple[Any, Any]:
+        import torch
+
+        if self.pool is None or self.pid != os.getpid():  # a pool per process (a worker gets a copy without threads)
+            self.pool, self.pid = ThreadPoolExecutor(usable_cores()), os.getpid()
+        batch = torch.empty((len(indices), 3, CROP, CROP), dtype=torch.uint8)
+        pixels = batch.numpy()  # the same memory: filled in place by the threads
+
+        def fill(row: int) -> None:
+            pixels[row] = draft_center_crop(self.samples[indices[row]].path).transpose(2, 0, 1)
+
+        list(self.pool.map(fill, range(len(indices))))
+        return batch, torch.tensor([self.samples[i].label for i in indices], dtype=torch.int64)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.__dict__ | {"pool": None, "pid": -1}
+
+
+def _already_a_batch(batch: Any) -> Any:
+    return batch
+
+
+def decode_only(setup: Setup) -> Iterable[Any]:
+    """The ceiling: Pillow reads and fully decodes every file, nothing else, on a thread per usable core."""
+    from PIL import Image
+
+    paths = [s.path for s in list_samples(setup.root)]
+
+    def decode(path: Path) -> tuple[int, int]:
+        with Image.open(path) as image:
+            image.load()
+            return image.size
+
+    def batches() -> Iterator[tuple[list[tuple[int, int]]]]:
+        with ThreadPoolExecutor(usable_cores()) as pool:
+            for start in range(0, len(paths), setup.batch_size):
+                yield (list(pool.map(decode, paths[start : start + setup.batch_size])),)
+
+    return _Reiterable(batches)
+
+
+def skips_the_crop(setup: Setup) -> Iterable[Any]:
+    """A planted peer for the gate's own test: Pillow resizes straight to 224 x 224 (as the seeds' tf.data does)."""
+    from PIL import Image
+
+    samples = list_samples(setup.root)
+
+    def batches() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for start in range(0, len(samples), setup.batch_size):
+            chunk = samples[start : start + setup.batch_size]
+            images = [np.asarray(Image.open(s.path).convert("RGB").resize((CROP, CROP), Image.BILINEAR)) for s in chunk]
+            yield np.stack(images).transpose(0, 3, 1, 2), np.array([s.label for s in chunk])
+
+    return _Reiterable(batches)
+
+
+class _Reiterable:
+    def __init__(self, make: Callable[[], Iterator[Any]]) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.make()
+
+
+class _KeyedBatches:
+    """ShardSample batches (key, data, label) as (images, labels, keys)."""
+
+    def __init__(self, loader: Iterable[Any]) -> None:
+        self.loader = loader
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, list[str]]]:
+        for batch in self.loader:
+            yield batch.data, batch.label, list(batch.key)
+
+
+class _BytesCrop:
+    """Picklable decode(bytes) -> uint8 CHW tensor, for workers started by spawn too."""
+
+    def __init__(self, crop: Callable[[Any], np.ndarray]) -> None:
+        self.crop = crop
+
+    def __call__(self, data: bytes) -> Any:
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(self.crop(io.BytesIO(data)).transpose(2, 0, 1)))
+
+
+# A learner's copy of the course (`make learner-copy`) has no solutions/: the entries built on them say so.
+SOLUTIONS_NOTE = "the course's solutions/ (a learner's copy leaves them out)"
+CEILING = Entry("decode-only", "decode only (Pillow, a thread per core): the ceiling", "league.entries:decode_only",
+                requires=("PIL",))
+ENTRIES = [
+    Entry("tutorial", "tutorial: ImageFolder + ToTensor, batch 64, 0 workers", "league.entries:tutorial",
+          note="float32 in [0, 1]: 4x the bytes"),
+    Entry("seeds-tuned", "seeds' tuned: batch 128, 8 workers, prefetch 4, persistent", "league.entries:seeds_tuned",
+          batch_size=128, note="float32 in [0, 1], batch 128"),
+    Entry("ex04", "ex04 solution: DataLoader, uint8, a worker per core", "league.entries:ex04_solution",
+          requires=("torch", "solutions"), install=SOLUTIONS_NOTE),
+    Entry("ex07", "ex07 solution: tf.data, AUTOTUNE", "league.entries:ex07_solution",
+          requires=("tensorflow", "solutions"), install=SOLUTIONS_NOTE),
+    Entry("ex08", "ex08 solution: tar shards in a DataLoader", "league.entries:ex08_solution",
+          requires=("torch", "solutions"), install=SOLUTIONS_NOTE, reads_shards=True),
+    Entry("seeds-tfdata", "seeds' tf.data: resize to 224, AUTOTUNE", "league.entries:seeds_tfdata",
+          requires=("tensorflow",)),
+    Entry("webdataset", "webdataset library over the tar shards", "league.entries:webdataset_library",
+          requires=("webdataset",), reads_shards=True),
+    Entry("dali", "NVIDIA DALI, CPU pipeline", "league.entries:dali_cpu", requires=("nvidia.dali",),
+          install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
+    Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "league.entries:thread_batches_main"),
+    Entry("thread-batch-1w", "candidate: a batch decoded by threads, 1 worker",
+          "league.entries:thread_batches_one_worker"),
+    Entry("yours-ex04", "your ex04", "league.entries:ex04_yours", learner=True),
+    Entry("yours-ex07", "your ex07", "league.entries:ex07_yours", requires=("tensorflow",), learner=True),
+    Entry("yours-ex08", "your ex08", "league.entries:ex08_yours", learner=True, reads_shards=True),
+]
+PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "league.entries:skips_the_crop",
+                requires=("PIL",))
+BY_NAME = {e.name: e for e in [CEILING, *ENTRIES, PLANTED]}
