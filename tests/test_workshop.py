@@ -191,6 +191,19 @@ def test_scoreboard_gathers_a_room_flags_outliers_and_skips_bad_files(tmp_path: 
     assert "http" not in page.replace('lang="en"', "") and "<script" not in page, "no external assets"
 
 
+def test_make_grade_ex_grades_that_exercise_only() -> None:
+    """`make grade EX=ex11` (exercise 11's docstring) runs that grader file alone; a name that fits none stops."""
+    def dry_run(*variables: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "-n", "grade", *variables], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=60)
+
+    assert dry_run("EX=ex11").stdout.strip().endswith("-m pytest grader/test_ex11_training_script.py")
+    assert dry_run("EX=ex02_threaded_prefetch").stdout.strip().endswith("grader/test_ex02_threaded_prefetch.py")
+    assert dry_run().stdout.strip().endswith("-m pytest grader/")
+    refused = dry_run("EX=ex1")
+    assert refused.returncode != 0 and "EX=ex1 names no exercise" in refused.stderr and "ex13" in refused.stderr
+
+
 # ---- watch mode and the learner copy (these run the grader on one stub check) -------------------
 
 def _read_until(process: subprocess.Popen, needle: str, seen: list[str], timeout_s: float = 60) -> None:
