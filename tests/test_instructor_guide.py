@@ -39,6 +39,8 @@ def test_every_exercise_has_a_plan_row_and_its_common_failures() -> None:
 
 
 def test_the_count_of_planted_implementations_is_the_repos() -> None:
+    """Quoted rounded down to tens ("at least 180"), so that a new planted folder changes the text only every ten."""
     planted = len(list((REPO_ROOT / "tests" / "planted").glob("*/expect.toml")))
-    quoted = re.search(r"`tests/planted/` holds (\d+) wrong implementations", GUIDE.read_text(encoding="utf-8"))
-    assert quoted and int(quoted.group(1)) == planted, f"the guide says {quoted and quoted.group(1)}, the repo has {planted}"
+    quoted = re.search(r"`tests/planted/` holds at least (\d+) wrong implementations", GUIDE.read_text(encoding="utf-8"))
+    assert quoted and int(quoted.group(1)) == planted // 10 * 10, (
+        f"the guide says at least {quoted and quoted.group(1)}; the repo has {planted} planted folders")
