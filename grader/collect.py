@@ -2,10 +2,15 @@
 
 For instructors. Reads many learners' results files (`.grader/results.json`, renamed or in one folder
 each; folders are searched for *.json), and writes `scoreboard.html` (one static page: no server, no
-external assets) and `scoreboard.md` (the same tables) with, per learner, each exercise's status and
-measured ratios, the machine's cores; per exercise, the room's median ratio; and outliers flagged: a
-ratio under half or over twice the room's median usually means a busy (or much bigger) laptop, not a
-better solution. Files that are not results files are reported and skipped.
+external assets) and `scoreboard.md` (the same content as text): a status grid, learners by exercises
+(01-13), coloured by status, with a progress bar per learner and how many passed each exercise; then
+each learner's measured ratios with the machine's cores, the room's median per timed check, and outliers
+flagged: a ratio under half or over twice the room's median usually means a busy (or much bigger)
+laptop, not a better solution.
+
+Every value in a results file is the learner's input to the instructor's browser: a file holding a
+status, an exercise or check name, or a number of a kind the grader never writes is reported and
+skipped, as is a file that is not a results file; everything shown is escaped, attributes included.
 """
 
 from __future__ import annotations
