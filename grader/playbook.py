@@ -434,7 +434,7 @@ def grades_summary(results: dict[str, Any], results_path: Path) -> list[str]:
     """Lines on the grades as a whole: how many exercises are done, and whether timing ran on a busy machine."""
     if not results:
         return [f"No saved grades at `{_shown(results_path)}`: `make grade` grades every exercise and saves them "
-                "there; until then each module below says what is missing."]
+                "there."]
     saved = results.get("exercises") if isinstance(results.get("exercises"), dict) else {}
     done = sum(group_status(e.checks, check_statuses(saved.get(e.name))) == DONE for e in exercises())
     lines = [f"{done} of {len(exercises())} exercises done (grades from `{_shown(results_path)}`"
@@ -532,7 +532,8 @@ def capstone_section(path: Path, profile: str) -> Section:
     section = Section("Capstone: your training run")
     run, why = capstone_run(path)
     if run is None:
-        section.lines.append(why)
+        if path.exists():  # a file that is not a run says so here; no file at all is the closing line's
+            section.lines.append(why)
         return section
     last = run.epochs[-1]
     reached = next(e for e in run.epochs if e.val_accuracy >= last.val_accuracy)
