@@ -258,7 +258,7 @@ _OUTLIER_NOTE = (f"**!** marks a ratio under 1/{OUTLIER_FACTOR:g} or over {OUTLI
 # What each status looks like in the grid: (CSS class, symbol). Only these classes are ever written.
 STATUS_LOOK = {PASS: ("pass", "\u2713"), CORRECT_UNTIMED: ("correct", "\u25d0"), PARTLY_RUN: ("correct", "\u25d0"),
                NOT_TIMED: ("untimed", "\u25cb"), FAIL: ("fail", "\u2717"), ERROR: ("fail", "!"),
-               TIMEOUT: ("fail", "\u231b"), NOT_STARTED: ("idle", "\u00b7")}
+               TIMEOUT: ("fail", "\u221e"), NOT_STARTED: ("idle", "\u00b7")}
 NOT_GRADED_LOOK = ("none", "")
 
 PAGE_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
