@@ -28,8 +28,9 @@ data-ci: $(INSTALLED)
 	$(PY) -m data_gen --profile ci
 	$(PY) -m data_gen --profile ci --imbalance 10
 
-grade: $(INSTALLED)  ## grade your exercises [NAME="your name": saved with your results, for an instructor]
-	$(if $(NAME),LOADERLAB_LEARNER="$(NAME)") $(PY) -m pytest grader/
+grade: $(INSTALLED)  ## grade your exercises [EX=ex11: that one only] [NAME="your name": saved with your results, for an instructor]
+	$(if $(EX),$(if $(wildcard grader/test_$(EX)_*.py grader/test_$(EX).py),,$(error EX=$(EX) names no exercise; choose one of: $(foreach f,$(wildcard grader/test_ex*.py),$(word 2,$(subst _, ,$(notdir $f)))))))
+	$(if $(NAME),LOADERLAB_LEARNER="$(NAME)") $(PY) -m pytest $(if $(EX),$(wildcard grader/test_$(EX)_*.py grader/test_$(EX).py),grader/)
 
 progress: $(INSTALLED)  ## where you are: every exercise and step from your saved grades, and what to do next
 	$(PY) -m grader.progress

@@ -81,11 +81,15 @@ def _notebook_of(exercise: str) -> str:
     return tomllib.loads(hints.read_text(encoding="utf-8")).get("notebook", "") if hints.is_file() else ""
 
 
+def exercise_names() -> list[str]:
+    """Every exercise that has a grader file, in course order, read from the file names (nothing imported)."""
+    return sorted(path.stem.removeprefix("test_") for path in GRADER_PACKAGE.glob("test_ex*.py"))
+
+
 @cache
 def exercises() -> tuple[Exercise, ...]:
     """Every exercise that has a grader file, in course order."""
-    names = sorted(path.stem.removeprefix("test_") for path in GRADER_PACKAGE.glob("test_ex*.py"))
-    return tuple(Exercise(name, _notebook_of(name), _checks_of(name)) for name in names)
+    return tuple(Exercise(name, _notebook_of(name), _checks_of(name)) for name in exercise_names())
 
 
 def find(exercise: str) -> Exercise:

@@ -96,7 +96,11 @@ def main(argv: list[str]) -> int:
     quiz = load(args.module)
     print(quiz.title)
     if args.answers is None:
-        answers = [_ask(q, n, len(quiz.questions)) for n, q in enumerate(quiz.questions, 1)]
+        try:
+            answers = [_ask(q, n, len(quiz.questions)) for n, q in enumerate(quiz.questions, 1)]
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at a prompt: stop without a traceback
+            print("\nquiz stopped before the last question; nothing graded or saved.")
+            return 1
     else:
         answers = [int(a) for a in args.answers.split(",") if a.strip()]
     verdicts = grade(quiz, answers)

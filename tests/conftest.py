@@ -5,3 +5,46 @@
 # a segmentation fault; the other order works. tests/test_module_05.py imports TensorFlow when it is
 # collected, so triton comes first here. (Graders run each check in its own process, so they never mix.)
 import torchvision.ops  # noqa: F401
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+BROWSER_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="session")
+def headless_browser(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
+    """Open a static page in a real headless Chromium: `open_page(page, screenshot=None, width=1280, height=1000,
+    pdf=None)` returns the page's DOM after its scripts ran, and writes a PNG screenshot and a printed PDF where
+    asked. Skips, saying why,
+    where no Chromium is installed (Debian: `apt-get install chromium`)."""
+    browser = next((found for name in BROWSERS if (found := shutil.which(name))), None)
+    if browser is None:
+        pytest.skip(f"no headless browser ({', '.join(BROWSERS)}) on PATH; Debian: apt-get install chromium")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+
+    def open_page(page: Path, screenshot: Path | None = None, width: int = 1280, height: int = 1000,
+                  pdf: Path | None = None) -> str:
+        command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                   "--hide-scrollbars", "--no-first-run", f"--user-data-dir={profile}",
+                   f"--window-size={width},{height}"]
+        done = subprocess.run(command + ["--dump-dom", page.resolve().as_uri()], capture_output=True, text=True,
+                              timeout=BROWSER_TIMEOUT_S)
+        assert done.returncode == 0 and done.stdout, f"{browser} could not open {page}: {done.stderr[-2000:]}"
+        if screenshot is not None:
+            shot = subprocess.run(command + [f"--screenshot={screenshot.resolve()}", page.resolve().as_uri()],
+                                  capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S)
+            assert shot.returncode == 0 and screenshot.is_file(), f"no screenshot of {page}: {shot.stderr[-2000:]}"
+        if pdf is not None:  # printed as the browser prints it (the page's own @page size), without header or footer
+            printed = subprocess.run(command + ["--no-pdf-header-footer", f"--print-to-pdf={pdf.resolve()}",
+                                                page.resolve().as_uri()], capture_output=True, text=True,
+                                     timeout=BROWSER_TIMEOUT_S)
+            assert printed.returncode == 0 and pdf.is_file(), f"{page} did not print: {printed.stderr[-2000:]}"
+        return done.stdout
+
+    return open_page

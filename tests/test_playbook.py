@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -100,58 +101,64 @@ def test_machine_section_has_the_facts_the_doctor_versions_and_its_warnings(resu
 def test_no_gpu_says_the_cuda_checks_cannot_run_here(results_file: Path, tmp_path: Path) -> None:
     page = build(results_file, tmp_path / "absent.json")
     assert "CUDA-only checks of ex09 and ex10 cannot run" in text(section(page, "This machine"))
-    module_07 = text(section(page, "Module 07"))
-    assert "needs CUDA" not in module_07, "ex09 and ex10 were not graded at all: that comes first"
-    assert "ex09: not graded yet; `make grade`" in module_07
+    ungraded = page.closing[0].split("not graded: ")[1].split(" (")[0]
+    assert "ex09" in ungraded and "ex10" in ungraded, "ex09 and ex10 were not graded at all: that comes first"
+    assert "CUDA GPU only" not in page.closing[0]
 
 
 def test_with_a_gpu_a_missing_cuda_figure_is_for_make_grade(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     write_json([correct("ex09_device_prefetcher", "batches_match_direct_normalisation")], "exercises", path, "fork")
-    without = text(section(build(path, tmp_path / "absent.json"), "Module 07"))
-    assert "overlap_beats_copy_then_compute: needs a CUDA GPU, and there is none here" in without
+    without = build(path, tmp_path / "absent.json")
+    assert "timed on a CUDA GPU only: ex09" in without.closing[0]
+    assert "overlap_beats_copy_then_compute" not in without.closing[0]
     with_gpu = build(path, tmp_path / "absent.json", gpu="NVIDIA H100 80GB HBM3")
     assert "No GPU" not in text(section(with_gpu, "This machine"))
-    assert "overlap_beats_copy_then_compute: no figure yet; `make grade`" in text(section(with_gpu, "Module 07"))
+    assert "ex09 overlap_beats_copy_then_compute (no figure yet)" in with_gpu.closing[0]
 
 
 def test_timed_checks_show_their_figures_and_what_they_say_to_do(results_file: Path, tmp_path: Path) -> None:
-    module_02 = section(build(results_file, tmp_path / "absent.json"), "Module 02")
-    assert module_02.header == playbook.GRADE_HEADER
-    first, second = module_02.rows
-    assert first[:2] == ["ex02_threaded_prefetch", "done"] and first[3:] == [
-        "io_reads_with_threads", "612.0 images/s", "100.0 images/s", "6.12x ok", "5.00x", "2 cores (1.9 free)"]
-    assert second[:3] == ["", "", ""] and second[6:] == ["1.92x ok", "1.60x", "2 cores"]
-    assert "8 threads read 6.12x" in module_02.notes[0]
-    assert "made the emulated training loop 1.92x as fast" in module_02.notes[1]
+    figures = section(build(results_file, tmp_path / "absent.json"), "Your figures")
+    assert figures.rows[:2] == [["ex02", "io_reads_with_threads", "6.12x ok", "5.00x", "2 cores (1.9 free)"],
+                                ["ex02", "prefetch_overlaps_compute", "1.92x ok", "1.60x", "2 cores"]]
+    assert "8 threads read 6.12x" in figures.notes[0]
+    assert "made the emulated training loop 1.92x as fast" in figures.notes[1]
+    assert figures.chart.startswith("<svg") and "6.12x" in figures.chart, "the ratios drawn against their targets"
 
 
 def test_the_worker_count_exercise_05_chose_is_what_to_use(results_file: Path, tmp_path: Path) -> None:
-    module_04 = text(section(build(results_file, tmp_path / "absent.json"), "Module 04 "))
-    assert "Use num_workers=2 on this machine" in module_04 and "best count (3)" in module_04
+    page = build(results_file, tmp_path / "absent.json")
+    chosen = section(page, "What you chose")
+    assert ["DataLoader workers (exercise 05's chooser)", "num_workers=2", "0.97x ok vs the best, 3 workers"] in \
+        chosen.rows
+    assert ["worker start method", "fork", "grades saved under it; this machine's default: fork"] in chosen.rows
+    figures = text(section(page, "Your figures"))
+    assert "Use num_workers=2 on this machine" in figures and "best count (3)" in figures
 
 
 def test_below_target_says_so_with_the_hint(results_file: Path, tmp_path: Path) -> None:
     page = build(results_file, tmp_path / "absent.json")
-    module_06 = text(section(page, "Module 06"))
-    assert "2.40x below" in module_06 and "below its 3.00x target" in module_06 and "`make hint EX=ex08`" in module_06
+    figures = text(section(page, "Your figures"))
+    assert "2.40x below" in figures and "below its 3.00x target" in figures and "`make hint EX=ex08`" in figures
     assert "busy during some timing: as few as 1.2 of 2 cores" in "\n".join(page.lines)
 
 
 def test_missing_figures_name_the_command_that_measures_them(results_file: Path, tmp_path: Path) -> None:
     page = build(results_file, tmp_path / "absent.json")
-    module_04 = text(section(page, "Module 04 "))
-    assert "ex04 twice_the_tutorial_configuration: no figure yet; `make grade`" in module_04
-    assert "ex01 faster_than_naive: not started" in text(section(page, "Module 01"))
-    assert "ex07: not graded yet; `make grade`" in text(section(page, "Module 05"))
+    assert len(page.closing) == 1, "what is missing is one closing line"
+    closing = page.closing[0]
+    assert "ex04 twice_the_tutorial_configuration (no figure yet)" in closing
+    assert "ex01 faster_than_naive (not started)" in closing
+    assert "not graded: ex03, ex06, ex07" in closing and "`make grade`" in closing
+    assert "no league run (`make league`)" in closing and "no capstone run (`make capstone`)" in closing
+    assert not any("not graded" in " ".join(row) for s in page.sections for row in s.rows), "no rows of nothing"
 
 
 def test_missing_results_file_names_make_grade_everywhere(tmp_path: Path) -> None:
     page = build(tmp_path / "no-results.json", tmp_path / "absent.json")
     assert "No saved grades" in page.lines[1] and "`make grade`" in page.lines[1]
-    for module in page.sections[1:-1]:
-        assert module.notes and all("not graded yet; `make grade`" in note for note in module.notes)
-        assert all(row[4] == "not graded yet" and set(row[5:]) == {"-"} for row in module.rows), "a figure was invented"
+    assert [s.title for s in page.sections] == ["This machine"], "a figure was invented"
+    assert "not graded: " + ", ".join(e.short for e in exercises()) + " (`make grade`" in page.closing[0]
 
 
 def test_capstone_section_reports_accuracy_time_to_it_stall_and_throughput(results_file: Path, tmp_path: Path) -> None:
@@ -177,8 +184,9 @@ def test_capstone_on_another_profile_says_so(results_file: Path, tmp_path: Path)
 
 
 def test_missing_capstone_names_make_capstone(results_file: Path, tmp_path: Path) -> None:
-    run = section(build(results_file, tmp_path / "absent.json"), "Capstone")
-    assert not run.rows and "`make capstone`" in run.lines[0]
+    page = build(results_file, tmp_path / "absent.json")
+    assert not any(s.title.startswith("Capstone") for s in page.sections), "nothing to show: no section"
+    assert "no capstone run (`make capstone`)" in page.closing[0]
 
 
 @pytest.mark.parametrize("content, why", [
@@ -216,8 +224,11 @@ def test_main_writes_markdown_and_html(results_file: Path, tmp_path: Path, monke
     monkeypatch.setattr(playbook, "diagnose", doctor)
     monkeypatch.setattr(playbook, "facts", lambda: MACHINE)
     out = tmp_path / "out"
-    playbook.main(["--results", str(results_file), "--capstone", str(tmp_path / "absent.json"), "--out", str(out)])
-    assert "## Module 04b" in (out / "playbook.md").read_text()
+    playbook.main(["--results", str(results_file), "--capstone", str(tmp_path / "absent.json"),
+                   "--league", str(tmp_path / "absent-league.json"), "--out", str(out)])
+    markdown = (out / "playbook.md").read_text()
+    assert markdown.index("## What you chose") < markdown.index("## Your figures") < markdown.index("## This machine")
+    assert markdown.rstrip().splitlines()[-1].startswith("Not yet on this page: ")
     assert (out / "playbook.html").read_text().startswith("<!doctype html>")
 
 
@@ -275,7 +286,77 @@ def test_a_damaged_results_file_gives_a_page_without_invented_figures(tmp_path: 
                                                   "metrics": half_metrics}]},
         "ex03_process_loader": {"checks": "none"}}}))
     page = build(path, tmp_path / "absent.json")
-    rows = [row for module in page.sections[1:-1] for row in module.rows]
-    assert all(set(row[5:]) == {"-"} for row in rows), "a figure was invented"
-    assert "ex02 io_reads_with_threads: passed; the grader saved no figure with it." in text(section(page, "Module 02"))
-    assert "ex01: not graded yet" in text(section(page, "Module 01"))
+    assert not any(s.title == "Your figures" for s in page.sections), "a figure was invented"
+    assert "ex02 io_reads_with_threads (passed, no figure saved)" in page.closing[0]
+    assert "not graded: ex01," in page.closing[0]
+
+
+# ---- the league, the charts, and the page in a browser ----------------------------------------------------------
+
+def league_file(path: Path, rows: list[tuple[str, float]] = [("ex04", 583.0), ("yours-ex04", 540.0),
+                                                              ("tutorial", 120.0)]) -> Path:
+    league = {"profile": "ci", "rounds": 3, "images": 640, "batch_size": 64, "cores": 2, "date": "2026-11-25",
+              "ceiling": 998.0, "rows": [{"name": name, "title": name, "status": "ranked", "note": "",
+                                          "images_per_s": [median * 0.9, median, median * 1.1], "median": median}
+                                         for name, median in rows]}
+    path.write_text(json.dumps(league))
+    return path
+
+
+def test_the_league_shows_your_loaders_highlighted_against_the_ceiling(results_file: Path, tmp_path: Path) -> None:
+    page = playbook.build(read_results(results_file), results_file, tmp_path / "absent.json", MACHINE, doctor(), WHEN,
+                          "abc1234", "ci", league_file(tmp_path / "league.json"))
+    league = section(page, "Your loaders in the league table")
+    assert league.rows == [["ex04", "583", "58%"], ["yours-ex04 (yours)", "540", "54%"], ["tutorial", "120", "12%"]]
+    assert league.chart.count('class="yours"') == 1 and 'class="ceiling"' in league.chart
+    assert "league" not in page.closing[0]
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps({"rows": "none"}),
+                                     json.dumps({"rows": [{"name": "x", "median": "fast"}]})])
+def test_a_corrupt_league_file_is_left_out_saying_why(results_file: Path, tmp_path: Path, content: str) -> None:
+    path = tmp_path / "league.json"
+    path.write_text(content)
+    page = playbook.build(read_results(results_file), results_file, tmp_path / "absent.json", MACHINE, doctor(), WHEN,
+                          "abc1234", "ci", path)
+    league = section(page, "Your loaders in the league table")
+    assert not league.rows and not league.chart and "`make league`" in league.lines[0]
+
+
+def test_the_capstone_draws_accuracy_against_wall_time(results_file: Path, tmp_path: Path) -> None:
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(capstone_run()))
+    page = build(results_file, capstone)
+    run = section(page, "Capstone")
+    assert run.chart.count("<circle") == 5 and "150 s" in run.chart
+    assert "capstone training run" in [row[0] for row in section(page, "What you chose").rows]
+
+
+def _everything_graded(tmp_path: Path) -> playbook.Page:
+    """Every timed check of the course with a figure (ratios invented for the layout), a league and a capstone run."""
+    path = tmp_path / "results.json"
+    checks = []
+    for number, exercise in enumerate(exercises()):
+        for check in exercise.checks:
+            checks.append(timed(exercise.name, check.name, 1.5 + number / 5, 1.5, "your choice, 2 workers",
+                                "the best, 3 workers") if check.timed else correct(exercise.name, check.name))
+    write_json(checks, "exercises", path, "fork")
+    capstone = tmp_path / "capstone.json"
+    capstone.write_text(json.dumps(capstone_run()))
+    return playbook.build(read_results(path), path, capstone, MACHINE, doctor(), WHEN, "abc1234", "ci",
+                          league_file(tmp_path / "league.json"))
+
+
+def test_a_browser_prints_the_whole_playbook_on_one_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         headless_browser) -> None:
+    monkeypatch.setenv("LOADERLAB_LEARNER", "<img src=x onerror=\"document.title='pwned'\">")
+    page = _everything_graded(tmp_path)
+    html_path = tmp_path / "playbook.html"
+    html_path.write_text(playbook.page_html(page))
+    dom = headless_browser(html_path, screenshot=tmp_path / "playbook.png", width=1000, height=1800,
+                           pdf=tmp_path / "playbook.pdf")
+    assert "pwned" not in dom.split("</title>")[0] and "<img" not in dom, "the learner's name stays text"
+    assert dom.count("<svg") == 3, "three charts: the figures, the league, the capstone"
+    printed = (tmp_path / "playbook.pdf").read_bytes()
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", printed))
+    assert pages == 1, f"every timed check graded, a league and a capstone run print on {pages} pages, not one"

@@ -170,14 +170,14 @@ def test_scoreboard_gathers_a_room_flags_outliers_and_skips_bad_files(tmp_path: 
     (room / "truncated.json").write_text('{"format": 2, "exercises": {')
     (room / "foreign.json").write_text('{"name": "a package.json"}')
     (room / "old.json").write_text('{"format": 1, "exercises": {}}')
-    (room / "odd.json").write_text('{"format": 2, "learner": "<b>odd|one</b>", "exercises": {"ex01": {"checks": 5}, '
-                                   '"ex02": [1]}}')
+    (room / "odd.json").write_text('{"format": 2, "learner": "<b>odd|one</b>", "exercises": {}}')
+    (room / "malformed.json").write_text('{"format": 2, "exercises": {"ex01": {"checks": 5}, "ex02": [1]}}')
     (room / "binary.json").write_bytes(b"\x89PNG\r\n\x00\xff")
     out = tmp_path / "board"
     collect.main([str(room), str(tmp_path / "absent"), "--out", str(out)])
     learners, problems = collect.gather([room, tmp_path / "absent"])
     assert sorted(l.name for l in learners) == ["<b>odd|one</b>", "ana", "ben", "chi", "dev"]
-    assert len(problems) == 5 and all("skipped" in p or "no such" in p for p in problems)
+    assert len(problems) == 6 and all("skipped" in p or "no such" in p for p in problems)
     board = collect.build(learners, problems)
     key = (STUB, "io_reads_with_threads")
     assert board.medians[key] == pytest.approx(6.9)
@@ -186,9 +186,22 @@ def test_scoreboard_gathers_a_room_flags_outliers_and_skips_bad_files(tmp_path: 
     markdown, page = (out / "scoreboard.md").read_text(), (out / "scoreboard.html").read_text()
     for text in (markdown, page):
         assert "2.90x" in text and "6.90x" in text and "truncated.json" in text and "2 (1.0 free)" in text
-    assert "**!** low" in markdown and 'class="outlier"' in page and "3 of 5" in markdown
-    assert "&lt;b&gt;odd|one" in page and "<b>odd\\|one</b>" in markdown, "a learner's name is escaped"
+    assert "**!** low" in markdown and "outlier" in page and "3 of 5" in markdown
+    assert "&lt;b&gt;odd|one" in page and "&lt;b&gt;odd\\|one&lt;/b&gt;" in markdown, "a learner's name is escaped"
     assert "http" not in page.replace('lang="en"', "") and "<script" not in page, "no external assets"
+
+
+def test_make_grade_ex_grades_that_exercise_only() -> None:
+    """`make grade EX=ex11` (exercise 11's docstring) runs that grader file alone; a name that fits none stops."""
+    def dry_run(*variables: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "-n", "grade", *variables], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=60)
+
+    assert dry_run("EX=ex11").stdout.strip().endswith("-m pytest grader/test_ex11_training_script.py")
+    assert dry_run("EX=ex02_threaded_prefetch").stdout.strip().endswith("grader/test_ex02_threaded_prefetch.py")
+    assert dry_run().stdout.strip().endswith("-m pytest grader/")
+    refused = dry_run("EX=ex1")
+    assert refused.returncode != 0 and "EX=ex1 names no exercise" in refused.stderr and "ex13" in refused.stderr
 
 
 # ---- watch mode and the learner copy (these run the grader on one stub check) -------------------
