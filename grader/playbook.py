@@ -26,8 +26,8 @@ from grader.collect import PAGE_STYLE, markdown_cell, saved_checks
 from grader.hints import hint_for_check
 from grader.progress import DONE, check_statuses, group_status
 from grader.results import PASS, CheckResult, busy_while_timing, course_commit, read_results
-from loaderlab.tools.doctor import TENSORFLOW, Report, diagnose
 from league.entries import BY_NAME
+from loaderlab.tools.doctor import TENSORFLOW, Report, diagnose
 from loaderlab.machine import facts
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile
 
