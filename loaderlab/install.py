@@ -280,18 +280,28 @@ def uv_or_exit() -> Path:
     return uv
 
 
+def resolve(uv: Path, platform: Platform, python: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+    """uv's binary-wheel resolution of the lock for `platform` under `python`, and the pins it resolved to."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "resolved.txt"
+        command = [str(uv), "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--only-binary", ":all:",
+                   "--python-platform", platform.uv_target, "--python-version", python,
+                   *uv_source_options(pip_sources()), str(LOCK), "-o", str(out)]
+        done = subprocess.run(command, env={**os.environ, **dict(platform.env)}, capture_output=True, text=True)
+        return done, pins_for(platform, read_lock(out), python) if done.returncode == 0 else {}
+
+
 def check_platforms() -> int:
-    """Resolve the lock for each platform from wheels only; each must resolve to exactly its subset of the lock."""
+    """Resolve the lock for each platform and Python from wheels only; each must resolve to exactly its subset of
+    the lock. The resolutions wait on the index, not the CPU: four run at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
     uv, pins, failed = uv_or_exit(), read_lock(), []
-    for platform, python in ((platform, python) for platform in PLATFORMS for python in PYTHONS):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "resolved.txt"
-            command = [str(uv), "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--only-binary", ":all:",
-                       "--python-platform", platform.uv_target, "--python-version", python,
-                       *uv_source_options(pip_sources()), str(LOCK), "-o", str(out)]
-            done = subprocess.run(command, env={**os.environ, **dict(platform.env)}, capture_output=True, text=True)
-            expected = pins_for(platform, pins, python)
-            resolved = pins_for(platform, read_lock(out), python) if done.returncode == 0 else {}
+    cases = [(platform, python) for platform in PLATFORMS for python in PYTHONS]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda case: resolve(uv, *case), cases))
+    for (platform, python), (done, resolved) in zip(cases, results):
+        expected = pins_for(platform, pins, python)
         kind = ("resolved only" if not platform.tested else "tested" if python == PYTHON_VERSION
                 else "graders and notebooks tested: make test-pythons")
         where = f"{platform.name}, Python {python}"
