@@ -137,4 +137,4 @@ clean:  ## generated data, grades and caches (keeps .venv)
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
 clean-all: clean  ## also the virtual environment
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-py*
