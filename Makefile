@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.tools.install
 
-.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives
+.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives test-pythons test-python
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -117,9 +117,29 @@ test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 test-alternatives: $(INSTALLED) data-ci  ## the correct alternatives against the timed targets their route could move, one at a time
 	$(CI_PYTEST) tests/test_graders.py -m alternative_speed --durations=15
 
+# The course on other Pythons (README "Platforms"), outside `make test`: for each of PYTHONS (a version, found as
+# pythonX.Y on PATH or with `pyenv prefix`, or an interpreter's path) a venv of its own, .venv-pyX.Y, gets the lock
+# from the same installer, then runs the graders' correctness checks on solutions/ and every notebook, as `make
+# test`'s untimed phases do. `make test-python VENV=.venv-py3.12 PYTHON=...` does one of them.
+PYTHONS ?= 3.12 3.13
+test-pythons:  ## make test-pythons [PYTHONS="3.12 3.13"]: install into .venv-pyX.Y and run the graders on solutions/ and the notebooks there
+	@mkdir -p .grader; : > .grader/pythons.txt; failed=""; \
+	for want in $(PYTHONS); do \
+	  py=$$want; case $$want in */*) ;; *) py=python$$want; $$py -c '' 2>/dev/null || py=$$(pyenv prefix $$want 2>/dev/null)/bin/python;; esac; \
+	  version=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || { echo "  no Python $$want here" >> .grader/pythons.txt; failed="$$failed $$want"; continue; }; \
+	  $(MAKE) --no-print-directory test-python VENV=.venv-py$$version PYTHON=$$py PHASES=.grader/pythons.txt || failed="$$failed $$want"; \
+	done; echo; echo "make test-pythons, time by phase:"; cat .grader/pythons.txt; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi; echo "all passed"
+
+test-python: $(INSTALLED) data-ci
+	@mkdir -p .grader; failed=""; echo "  $$(grep -h '^seconds=' $(INSTALLED) | cut -d= -f2) s  $(VENV): install ($$($(PY) -V))" >> $(PHASES); \
+	$(call run_phase,$(VENV): graders' correctness on solutions ($(UNTIMED_WORKERS) at a time),$(PARALLEL_PYTEST) grader/ --target solutions -m "not throughput" -n $(UNTIMED_WORKERS) --dist worksteal --durations=10); \
+	$(call run_phase,$(VENV): notebooks (two at a time),$(PARALLEL_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10); \
+	if [ -n "$$failed" ]; then echo "FAILED$$failed"; exit 1; fi
+
 clean:  ## generated data, grades and caches (keeps .venv)
 	rm -rf data .grader .pytest_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
 clean-all: clean  ## also the virtual environment
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-py*

@@ -104,3 +104,37 @@ def test_the_makefile_passes_wheels_and_installer_on() -> None:
     line = next(line for line in out.splitlines() if "loaderlab.tools.install install" in line)
     assert "--installer pip" in line and "--wheels /usb/wheels" in line
     assert not [word for word in line.split() if word.startswith(INDEX_FLAGS)], line
+
+
+def test_requires_python_is_the_locks_oldest_python() -> None:
+    """pyproject.toml's requires-python and the Python the lock is resolved for are one version."""
+    import tomllib
+
+    project = tomllib.loads((install.REPO_ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == f">={install.PYTHON_VERSION}"
+
+
+@pytest.mark.parametrize(("version", "supported"), [((3, 10, 13), False), ((3, 11, 4), False), ((3, 11, 5), True),
+                                                    ((3, 12, 1), True), ((3, 13, 0), True), ((3, 14, 0), False)])
+def test_the_install_refuses_a_python_the_lock_has_no_wheels_for(version: tuple[int, ...], supported: bool) -> None:
+    why = install.unsupported_python(version)
+    assert (why is None) == supported, (version, why)
+
+
+def test_the_lock_picks_its_pins_by_python_version() -> None:
+    """overrides is a backport the lock needs before 3.12 only; the rest is the same on every Python."""
+    linux, pins = PLATFORMS[0], read_lock()
+    by_python = {python: pins_for(linux, pins, python) for python in install.PYTHONS}
+    assert "overrides" in by_python["3.11.5"] and "overrides" not in by_python["3.12.0"]
+    assert by_python["3.12.0"] == by_python["3.13.0"] == {k: v for k, v in by_python["3.11.5"].items() if k != "overrides"}
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_test_python_installs_into_its_own_venv() -> None:
+    """`make test-python VENV=.venv-py3.12 PYTHON=...` creates that venv with that Python and grades there."""
+    out = subprocess.run(["make", "-n", "-B", "test-python", "VENV=.venv-py3.12", "PYTHON=/opt/py312/bin/python"],
+                         cwd=install.REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    assert "/opt/py312/bin/python -m venv .venv-py3.12" in out
+    assert ".venv-py3.12/bin/python -m loaderlab.tools.install install" in out
+    assert ".venv-py3.12/bin/python -m pytest grader/ --target solutions" in out
+    assert ".venv-py3.12/bin/python -m pytest --nbval-lax" in out
