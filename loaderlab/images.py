@@ -16,8 +16,9 @@ from PIL import Image
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 RESIZE = 256
 CROP = 224
-# How far a centre crop may be from `reference_crop`, in 0..255 levels of plain |difference|: the course's pixel
-# contract (exercise 01's checks enforce it, and exercises 04 and 10 and the league's gate reuse it).
+# How far a loader's centre crop may be from `reference_crop`, in 0..255 levels of plain |difference|: the course's
+# pixel contract (exercises 04 and 10 and the league's gate enforce it; exercise 01's checks, which compare each
+# crop at its best alignment, have looser aligned bounds of their own).
 MEAN_TOLERANCE = 2.0   # the mean over the images of each image's mean |difference|
 WORST_TOLERANCE = 6.0  # any one image's mean |difference|
 

@@ -22,7 +22,7 @@ import numpy as np
 from grader.support import batch_layout, dataset_samples, require, within
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import MEAN_TOLERANCE, WORST_TOLERANCE, Sample, broken_files, list_samples, reference_crop
+from loaderlab.images import Sample, broken_files, list_samples, reference_crop
 from loaderlab.paths import dataset_dir
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
@@ -30,9 +30,8 @@ PRELOAD = ("numpy", "PIL.Image")
 
 T = TypeVar("T")
 
-# Pixels, in 0..255 levels: MEAN_TOLERANCE and WORST_TOLERANCE (plain differences) are the course's, from
-# loaderlab.images.
-# Ex01 compares each image with the reference at their best alignment (crop_distance: half-pixel steps, up to
+# Pixels, in 0..255 levels. The course's plain tolerance (loaderlab.images.MEAN_TOLERANCE and WORST_TOLERANCE,
+# which exercises 04 and 10 and the league enforce) is for loaders; ex01 compares each image with the reference at their best alignment (crop_distance: half-pixel steps, up to
 # 1.5 px), so that a centre crop placed a fraction of a pixel differently (an integer box in draft pixels, floor
 # instead of round) is not failed for it, and judges the mean only over enough images to be stable.
 # Measured with crop_distance, mean / worst image, on 600 workshop and 200 ci train images (one run each):
@@ -211,6 +210,12 @@ def _sleeper(name: str, ms: float) -> Callable[[list[str]], list[str]]:
     return stage
 
 
+def _seconds(function: Callable[[Any], Any], value: Any) -> float:
+    start = time.perf_counter()
+    function(value)
+    return time.perf_counter() - start
+
+
 def profile_times_each_stage(ex: ModuleType) -> None:
     profile_stages = require(ex, "profile_stages")
     costs = {"read": 1.0, "decode": 6.0, "resize": 2.5, "collate": 0.5}
@@ -219,9 +224,12 @@ def profile_times_each_stage(ex: ModuleType) -> None:
                   "Time each stage call and add it to that stage's total.")
     missing = [name for name in costs if name not in totals]
     assert not missing, f"profile_stages returned {list(totals)}: no total for {missing}. Key each total by its stage's name."
+    # A sleep overruns on a busy machine (1.5 ms for a 0.5 ms sleep at a load of 11 on 2 cores): the upper bound
+    # allows what the same sleeps take here, now, timed one call at a time.
+    here = {name: sum(_seconds(stage, []) for _ in range(20)) for name, stage in stages}
     for name, ms in costs.items():
         expected = 20 * ms / 1000
-        assert 0.8 * expected <= totals[name] <= 1.3 * expected + 0.01, (
+        assert 0.8 * expected <= totals[name] <= 1.3 * max(expected, here[name]) + 0.01, (
             f"stage {name!r} costs {ms} ms x 20 inputs = {expected:.3f} s, but you measured {totals[name]:.3f} s. "
             "Time each stage call on its own and add the times up per stage. A stage that waits (here it sleeps, "
             "as a read from slow storage does) must count as much as one that computes: use a wall clock "
