@@ -26,7 +26,7 @@ import psutil
 
 from grader import preload, shm_ledger  # importing shm_ledger starts the ledger in this process and its workers
 from grader.hints import crash_advice
-from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, TIMEOUT, CheckResult
+from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, TIMEOUT, CheckResult, Measured
 from loaderlab.bench import Comparison
 from loaderlab.machine import total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT
@@ -304,6 +304,9 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
         print(outcome)
         message = "" if outcome.passed else _too_slow(outcome)
         return {"status": PASS if outcome.passed else FAIL, "message": message, "metrics": outcome.to_dict()}
+    if isinstance(outcome, Measured):  # a figure against its limit: saved and shown, pass or fail
+        return {"status": PASS if outcome.passed else FAIL, "message": "" if outcome.passed else outcome.failure,
+                "metrics": outcome.to_dict()}
     return {"status": PASS, "message": ""}
 
 
