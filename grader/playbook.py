@@ -24,7 +24,8 @@ from grader.catalog import Check, Exercise, exercises
 from grader.collect import PAGE_STYLE, markdown_cell, saved_checks
 from grader.hints import hint_for_check
 from grader.progress import DONE, NOT_GRADED, check_statuses, group_status
-from grader.results import NOT_STARTED, NOT_TIMED, PASS, CheckResult, busy_while_timing, course_commit, read_results
+from grader.results import (NOT_STARTED, NOT_TIMED, PASS, CheckResult, busy_while_timing, course_commit, is_measured,
+                            measured_cells, read_results)
 from loaderlab.doctor import TENSORFLOW, Report, diagnose
 from loaderlab.machine import facts
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile
@@ -226,6 +227,11 @@ def exercise_rows(exercise: Exercise, entry: dict[str, Any] | None, commit: str 
                                  f"{metrics['baseline_ips']:.1f} {unit}/s", f"{metrics['ratio']:.2f}x{verdict}",
                                  f"{target:.2f}x" if isinstance(target, (int, float)) else "-", _cores(metrics)])
             notes.append(_figures(exercise.name, check.name, metrics))
+        elif is_measured(metrics):  # a figure against its limit (a stall fraction, an accuracy)
+            value, bound, verdict = measured_cells(metrics)
+            rows.append(first + [check.name, f"{value} ({metrics.get('name', '')})", "-", verdict, bound, "-"])
+            if metrics.get("note"):
+                notes.append(f"{exercise.short}: {metrics.get('name', check.name)}: {metrics['note']}.")
         else:
             cell = NOT_GRADED
             if entry is not None:

@@ -111,6 +111,19 @@ def _figure(value: float, percent: bool) -> str:
     return f"{value:.0%}" if percent else f"{value:.3g}"
 
 
+def measured_cells(metrics: dict[str, Any]) -> tuple[str, str, str]:
+    """(value, bound, verdict) of a saved `Measured` figure, as the tables show them."""
+    bound = f"{'at most' if metrics['at_most'] else 'at least'} {_figure(metrics['limit'], metrics['percent'])}"
+    verdict = "ok" if metrics.get("passed") else ("too high" if metrics["at_most"] else "too low")
+    return _figure(metrics["value"], metrics["percent"]), bound, verdict
+
+
+def is_measured(metrics: Any) -> bool:
+    """Whether saved metrics are a `Measured` figure (not a comparison against a baseline)."""
+    return isinstance(metrics, dict) and metrics.get("kind") == "measured" and \
+        all(isinstance(metrics.get(k), (int, float)) for k in ("value", "limit"))
+
+
 def _timed_rows(checks: list[CheckResult], indent: str, width: int) -> list[str]:
     """A row per measured figure: a throughput against its baseline, or a figure against its limit."""
     rows = []
@@ -119,12 +132,10 @@ def _timed_rows(checks: list[CheckResult], indent: str, width: int) -> list[str]
         if not m:
             continue
         name = f"{indent}{m['name']}"
-        if m.get("kind") == "measured":
-            bound = "at most" if m["at_most"] else "at least"
-            mark = "ok" if m.get("passed") else ("too high" if m["at_most"] else "too low")
+        if is_measured(m):
+            value, bound, mark = measured_cells(m)
             note = f"; {m['note']}" if m.get("note") else ""
-            rows.append(f"{name:<{width}} {mark:<24} {_figure(m['value'], m['percent'])} "
-                        f"({bound} {_figure(m['limit'], m['percent'])}){note}")
+            rows.append(f"{name:<{width}} {mark:<24} {value} ({bound}){note}")
             continue
         mark = "ok" if m.get("passed") else "too slow"
         unit = m.get("unit", "items")

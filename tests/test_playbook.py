@@ -279,3 +279,20 @@ def test_a_damaged_results_file_gives_a_page_without_invented_figures(tmp_path: 
     assert all(set(row[5:]) == {"-"} for row in rows), "a figure was invented"
     assert "ex02 io_reads_with_threads: passed; the grader saved no figure with it." in text(section(page, "Module 02"))
     assert "ex01: not graded yet" in text(section(page, "Module 01"))
+
+
+def test_the_capstones_stall_and_accuracy_figures_show_with_their_limits(tmp_path: Path) -> None:
+    from grader.results import Measured
+
+    path = tmp_path / "results.json"
+    stall = Measured("data stall, 10 batches (a short run)", 0.04, 0.3, at_most=True).to_dict()
+    accuracy = Measured("val accuracy, 12 epochs (ci's short run)", 0.31, 0.25, at_most=False,
+                        note="mean of the last 3; time to 25%: 5.1 s").to_dict()
+    write_json([CheckResult("ex11_training_script", "data_stall_under_bound", PASS, "", 1.0, stall, timed=True),
+                CheckResult("ex11_training_script", "accuracy_after_the_epoch_budget", PASS, "", 1.0, accuracy,
+                            timed=True)], "exercises", path, "fork")
+    page = build(path, tmp_path / "absent.json")
+    capstone = next(text(s) for s in page.sections if "data_stall_under_bound" in text(s))
+    assert "4% (data stall, 10 batches (a short run))" in capstone and "at most 30%" in capstone
+    assert "31% (val accuracy, 12 epochs (ci's short run))" in capstone and "at least 25%" in capstone
+    assert "time to 25%: 5.1 s" in capstone and "passed, no figure" not in capstone
