@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -301,6 +302,19 @@ def test_a_check_with_one_hint_points_at_the_exercises_next_level() -> None:
     text = "\n".join(summary_lines([_result(exercise, check, FAIL)], "exercises/", 2))
     assert f"hint: {hints.check_hints(exercise)[check][0]}" in text and "next level: make hint EX=ex02 LEVEL=2" in text
 
+
+
+CLIMBING = ("ex09_device_prefetcher", "ex10_gpu_decode", "ex11_training_script", "ex12_distributed_epochs",
+            "ex13_resumable_loading")
+
+
+@pytest.mark.parametrize("exercise", CLIMBING)
+def test_check_hints_climb_from_a_nudge(exercise: str) -> None:
+    """The summary shows a failed check's first level only, so that level nudges and a later one gives the fix."""
+    for check, levels in hints.check_hints(exercise).items():
+        assert len(levels) >= 2, f"{exercise} {check}: a nudge toward the cause first, the fix on request"
+        code = re.search(r"[A-Za-z_]\([^)]|torch\.|\w=\w", levels[0])
+        assert code is None, f"{exercise} {check}: the first level spells out code ({code and code.group()!r}): {levels[0]}"
 
 def test_make_hint_climbs_a_checks_levels_and_the_exercises() -> None:
     def hint(*args: str) -> str:
