@@ -134,8 +134,8 @@ def _timed_rows(checks: list[CheckResult], indent: str, width: int) -> list[str]
         name = f"{indent}{m['name']}"
         if is_measured(m):
             value, bound, mark = measured_cells(m)
-            note = f"; {m['note']}" if m.get("note") else ""
-            rows.append(f"{name:<{width}} {mark:<24} {value} ({bound}){note}")
+            note = f"  ({m['note']})" if m.get("note") else ""
+            rows.append(f"{name:<{width}} {mark:<24} {value:>12} {bound:>12}{note}")
             continue
         mark = "ok" if m.get("passed") else "too slow"
         unit = m.get("unit", "items")
