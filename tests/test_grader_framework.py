@@ -304,8 +304,8 @@ def test_a_check_with_one_hint_points_at_the_exercises_next_level() -> None:
 
 
 
-CLIMBING = ("ex09_device_prefetcher", "ex10_gpu_decode", "ex11_training_script", "ex12_distributed_epochs",
-            "ex13_resumable_loading")
+CLIMBING = ("ex05_choose_workers", "ex06_balanced_sampler", "ex09_device_prefetcher", "ex10_gpu_decode",
+            "ex11_training_script", "ex12_distributed_epochs", "ex13_resumable_loading")
 
 
 @pytest.mark.parametrize("exercise", CLIMBING)
