@@ -22,7 +22,7 @@ from typing import Any
 
 from grader.catalog import Check, Exercise, exercises
 from grader.collect import PAGE_STYLE, markdown_cell, saved_checks
-from grader.hints import hint_for_check
+from grader.hints import hint_for_check, next_hint_command
 from grader.progress import DONE, NOT_GRADED, check_statuses, group_status
 from grader.results import (NOT_STARTED, NOT_TIMED, PASS, CheckResult, busy_while_timing, course_commit, is_measured,
                             measured_cells, read_results)
@@ -166,7 +166,7 @@ def _figures(exercise: str, check: str, metrics: dict[str, Any]) -> str:
     target = metrics.get("target")
     if isinstance(target, (int, float)) and metrics["ratio"] < target:
         text += (f" That is below its {target:.2f}x target: {hint_for_check(exercise, check)} "
-                 f"(`make hint EX={exercise[:4]}`)")
+                 f"(more: `{next_hint_command(exercise, check)}`)")
     return text
 
 

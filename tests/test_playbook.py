@@ -134,7 +134,7 @@ def test_the_worker_count_exercise_05_chose_is_what_to_use(results_file: Path, t
 def test_below_target_says_so_with_the_hint(results_file: Path, tmp_path: Path) -> None:
     page = build(results_file, tmp_path / "absent.json")
     module_06 = text(section(page, "Module 06"))
-    assert "2.40x below" in module_06 and "below its 3.00x target" in module_06 and "`make hint EX=ex08`" in module_06
+    assert "2.40x below" in module_06 and "below its 3.00x target" in module_06 and "`make hint EX=ex08 CHECK=shards_beat_one_request_per_file LEVEL=2`" in module_06
     assert "busy during some timing: as few as 1.2 of 2 cores" in "\n".join(page.lines)
 
 
