@@ -73,8 +73,8 @@ wheelhouse:  ## make wheelhouse [WHEELS=dir]: every pinned wheel for this platfo
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(INSTALL) wheelhouse $(or $(WHEELS),wheelhouse)
 
-hint: $(INSTALLED)  ## make hint EX=ex02 [LEVEL=2]
-	$(PY) -m grader.hints $(EX) $(LEVEL)
+hint: $(INSTALLED)  ## make hint EX=ex02 [LEVEL=2] [CHECK=a_check_the_grade_named]
+	$(PY) -m grader.hints $(EX) "$(LEVEL)" $(CHECK)
 
 quiz: $(INSTALLED)  ## make quiz M=04: the module's self-check questions, graded here
 	$(PY) -m grader.quiz $(M)

@@ -75,12 +75,10 @@ class DevicePrefetcher:
 
     def _to_device(self, batch: Batch) -> Batch:
         """Send one (uint8 images, labels) batch to the device and normalise it there; returns device tensors."""
-        # TODO(ex09c): without CUDA: move images and labels with .to(device), then normalise. With CUDA:
-        # let the side stream wait for the caller's stream first, then, inside `with
-        # torch.cuda.stream(side)`, pin the host tensors (pinned memory is what lets a non_blocking copy
-        # return at once and run on the copy engine), copy with non_blocking=True, and normalise there.
-        # Normalise as the contract says: float32, /255, -mean, /std, in that order (another order gives
-        # other bits), channels_last if asked.
+        # TODO(ex09c): the batch on the device, normalised as the contract says (its order of operations: another
+        # order gives other bits). Without CUDA an ordinary copy will do. With CUDA the copy must run beside the
+        # caller's work, not before it: on a stream of your own, from memory the copy engine can read while the
+        # CPU goes on, and ordered after anything the caller's stream was still doing with what it hands you.
         raise NotImplementedError("TODO(ex09c) in exercises/ex09_device_prefetcher.py: DevicePrefetcher._to_device")
 
     def close(self) -> None:

@@ -66,9 +66,8 @@ def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> It
 def resize_center_crop(image: torch.Tensor) -> torch.Tensor:
     """A uint8 (3, H, W) image, on any device: the short side resized to 256 (bilinear, antialiased, aspect
     ratio kept), then the centre 224 x 224. Within 2.0 levels on average of `reference_crop`."""
-    # TODO(ex10b): torchvision.transforms.v2.functional works on tensors on any device: resize with a
-    # single size (that is the short side: the other follows the aspect ratio), antialias=True, then a
-    # centre crop. It stays uint8 and on the image's device.
+    # TODO(ex10b): the same crop as `reference_crop`, but on a tensor and on whatever device the image is on
+    # (the GPU decoder's output never comes back to the CPU): uint8 in, uint8 out, nothing copied across.
     raise NotImplementedError("TODO(ex10b) in exercises/ex10_gpu_decode.py: resize_center_crop")
 
 

@@ -3,8 +3,10 @@
 This script works: `python -m exercises.ex11_training_script [--epochs N]` trains `SmallCNN` on the active
 profile's data (`loaderlab.paths.dataset_dir()`, its `train` and `val` folders) and prints, per epoch, the val
 accuracy, the training images/s and the wall time. It is also slow and subtly wrong, in ten places marked
-`TODO(ex11a)` to `TODO(ex11j)`. Fix them with what modules 01-07 taught; `make grade EX=ex11` checks each one on
-its own, then times your script against this original and trains it for the profile's epoch budget.
+`TODO(ex11a)` to `TODO(ex11j)`. Each TODO says what you would see, not what is wrong: reproduce the symptom (print,
+time, `make capstone`'s stall column), find its cause, then fix it with what modules 01-07 taught. `make grade EX=ex11`
+checks each defect on its own, then times your script against this original and trains it for the profile's epoch
+budget; stuck on one, `make hint EX=ex11 CHECK=<the check> LEVEL=1` (then 2, 3) climbs from a nudge to the fix.
 
 Fixed (do not change them, the grader relies on them): the model, optimiser, seeds, batch size, image sizes and
 epoch budget, all in `loaderlab.training`.
@@ -50,9 +52,9 @@ from loaderlab.paths import active_profile, dataset_dir
 from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD, WARMUP_BATCHES, EpochRecord,
                                 SmallCNN, TrainingRun, epochs_for, make_optimizer, seed_everything, train_step)
 
-# TODO(ex11d): the label is read from the path string at a fixed position, counted for this machine's data folder
-# (<data>/<split>/<class>/<file>). A split anywhere else (another folder depth) gets the wrong part of the path as
-# its class. Take the class from the file's own parent folder instead, whatever the depth.
+# TODO(ex11d): here the labels look right. Point ShapesFolder at a copy of a split that lives somewhere else (a
+# folder or two deeper, another disk) and it fails to start, or trains with a val accuracy that stays at chance:
+# count the labels per class folder and compare.
 CLASS_POSITION = len(str(dataset_dir(check=False)).split(os.sep)) + 1
 
 
@@ -64,16 +66,14 @@ class ShapesFolder(Dataset):
         self.train = train
         self.classes = sorted(p.name for p in self.split_dir.iterdir() if p.is_dir())
         paths = sorted(str(p) for p in self.split_dir.glob("*/*.jpg"))
-        # TODO(ex11e): one generator, made here, is copied into every worker process: all workers draw the same
-        # "random" numbers, and every epoch starts again from the same state. Each worker needs its own stream.
+        # TODO(ex11e): load copies of one image with 2 workers and print each batch's flips and crops: worker 0's
+        # batch repeats worker 1's, and epoch 2 repeats epoch 1. Where do the random numbers come from, in each worker?
         self.rng = np.random.default_rng(SEED)
-        # TODO(ex11g): the samples are shuffled once, here, and the loader never shuffles: every epoch shows them in
-        # the same order. Shuffling belongs to the train loader, anew every epoch.
+        # TODO(ex11g): print the first labels of the train loader's first batch in two epochs: the same sequence.
         self.rng.shuffle(paths)
         self.paths = paths
         self.targets = [self.classes.index(path.split(os.sep)[CLASS_POSITION]) for path in paths]
-        # TODO(ex11f): the crop position is drawn once, here, for every image and every epoch: augmentation frozen.
-        # A random crop must be drawn anew on every read of a train item.
+        # TODO(ex11f): read one train item six times and compare the pictures: all six are the same crop.
         self.top, self.left = (int(v) for v in self.rng.integers(0, RESIZE - IMAGE_SIZE + 1, size=2))
         self.to_tensor = transforms.ToTensor()
         self.normalize = transforms.Normalize(MEAN, STD)
@@ -86,15 +86,13 @@ class ShapesFolder(Dataset):
         try:
             image = Image.open(path).convert("RGB")
         except Exception:
-            # TODO(ex11a): an image that does not decode becomes None, and the collate below drops it: the epoch goes
-            # on with fewer samples, and nobody learns which file is broken. Let the error out, naming the file.
+            # TODO(ex11a): put a truncated JPEG in the train folder and train an epoch: it ends without a word, and
+            # counts fewer images than the folder holds. Which file was it?
             return None
-        # TODO(ex11b): float32 from the first step, image by image: ToTensor makes four bytes per value of the full
-        # image, then resize, crop and normalise all work on floats, and the batch crosses to the model as float32.
-        # Keep uint8 to the end of the item (decode small, as in module 01); normalise whole batches in to_model_input.
+        # TODO(ex11b): time one __getitem__ and look at what it returns (dtype, size in bytes): `make capstone` shows
+        # the loop waiting for data much of each epoch, and an item costs far more than the 64x64 picture it ends as.
         tensor = F.resize(self.to_tensor(image), RESIZE, antialias=True)
-        # TODO(ex11h): validation items go through the same random crop and flip as training ones: the val accuracy
-        # changes from pass to pass. Val items are the centre crop, the same every time.
+        # TODO(ex11h): evaluate one model twice on the val loader: the accuracy changes from one call to the next.
         tensor = F.crop(tensor, self.top, self.left, IMAGE_SIZE, IMAGE_SIZE)
         if self.rng.random() < 0.5:
             tensor = F.hflip(tensor)
@@ -110,28 +108,25 @@ def make_loaders(data_dir: Path | str, device: torch.device | str, seed: int = S
                  num_workers: int | None = None) -> tuple[DataLoader, DataLoader]:
     """(train_loader, val_loader) over data_dir/train and data_dir/val."""
     data_dir = Path(data_dir)
-    # TODO(ex11c): None loads in this process: decoding and the model take turns on one core. None should mean one
-    # worker process per usable core (loaderlab.machine.usable_cores), kept alive from epoch to epoch.
+    # TODO(ex11c): watch a core monitor (top, Activity Monitor) while it trains: one core busy, the others idle, and
+    # the images/s is the same whatever the machine has.
     workers = 0 if num_workers is None else num_workers
     loaders = []
     for split, train in (("train", True), ("val", False)):
         loaders.append(DataLoader(
             ShapesFolder(data_dir / split, train=train), batch_size=BATCH_SIZE,
-            shuffle=False,  # TODO(ex11g): see ShapesFolder.__init__
+            shuffle=False,
             num_workers=workers, collate_fn=collate_skipping_none,
             generator=torch.Generator().manual_seed(seed),
-            # TODO(ex11i): pinned memory only helps a copy to a CUDA device; here it is asked for whatever the
-            # device (on a CPU, an extra copy of every batch for nothing). Pin exactly when the device is CUDA.
+            # TODO(ex11i): run it on a machine without a GPU: torch warns "'pin_memory' argument is set as true but
+            # no accelerator is found". What is this option for, and for which of this script's devices?
             pin_memory=True))
     return loaders[0], loaders[1]
 
 
 def to_model_input(images: torch.Tensor, device: torch.device | str) -> torch.Tensor:
     """A batch of images as the model's input on `device`."""
-    # TODO(ex11b): the items arrive normalised already (see ShapesFolder). Take uint8 batches, copy them, then scale
-    # to 0..1 and normalise by MEAN and STD here, the whole batch at once, on the device.
-    # TODO(ex11i): non_blocking=True from memory that is not pinned is an ordinary, blocking copy: ask for it only
-    # where the batch is pinned.
+    # TODO(ex11b): look at the dtype and size of the batches that arrive here, and at what crosses to the device.
     return images.to(device, non_blocking=True)
 
 
@@ -160,9 +155,8 @@ def evaluate(model: torch.nn.Module, loader: Any, device: torch.device | str) ->
 def time_training(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loader: Any, device: torch.device | str,
                   warmup_batches: int = WARMUP_BATCHES) -> float:
     """Train one pass over the loader; the images/s of its steady state."""
-    # TODO(ex11j): the clock starts before the first batch, so the workers' start-up and the first allocations count
-    # as training time, and a short run looks slower than it is. Start the clock after the first `warmup_batches`
-    # batches, and count only the images after them.
+    # TODO(ex11j): the images/s this reports depends on the run's length: a short epoch reads slower than a long one
+    # over the same loader, and the first epoch slowest of all. What is counted that is not training?
     start = time.perf_counter()
     images_seen = 0
     for images, labels in loader:

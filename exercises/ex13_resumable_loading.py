@@ -60,10 +60,10 @@ class ResumableLoader:
         raise NotImplementedError("TODO(ex13b) [step 1] in exercises/ex13_resumable_loading.py: set_epoch")
 
     def __iter__(self) -> Iterator[Any]:
-        # TODO(ex13c) [step 1, step 3]: draw this epoch's permutation from (seed, epoch) alone, and give a DataLoader
-        # only the part from where this iteration starts (the loaded position, else the epoch's start), so the samples
-        # before it are never read. Count each batch as the loop receives it: with workers the DataLoader's sampler
-        # runs several batches ahead of the loop, so the sampler's progress is not what the loop has received.
+        # TODO(ex13c) [step 1, step 3]: this epoch's batches, through a DataLoader with num_workers workers, from where
+        # this iteration starts (the loaded position, else the epoch's start) to the end, without reading the samples
+        # before it: a resume that reads them again costs what it saves. Keep count of what the training loop has
+        # received as it goes: that, and nothing the DataLoader knows, is what a checkpoint must record.
         raise NotImplementedError("TODO(ex13c) [step 1] in exercises/ex13_resumable_loading.py: __iter__")
 
     def __len__(self) -> int:

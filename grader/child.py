@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from grader import shm_ledger  # noqa: F401  (importing it starts the ledger in this process and its workers)
-from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS
+from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, Measured
 from loaderlab.bench import Comparison
 from loaderlab.paths import REPO_ROOT
 
@@ -58,6 +58,9 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
         print(outcome)
         message = "" if outcome.passed else _too_slow(outcome)
         return {"status": PASS if outcome.passed else FAIL, "message": message, "metrics": outcome.to_dict()}
+    if isinstance(outcome, Measured):  # a figure against its limit: saved and shown, pass or fail
+        return {"status": PASS if outcome.passed else FAIL, "message": "" if outcome.passed else outcome.failure,
+                "metrics": outcome.to_dict()}
     return {"status": PASS, "message": ""}
 
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from grader.catalog import Check, Exercise, exercises
 from grader.collect import PAGE_STYLE, markdown_cell, saved_checks
-from grader.hints import hint_for_check
+from grader.hints import hint_for_check, next_hint_command
 from grader.progress import DONE, check_statuses, group_status
-from grader.results import PASS, CheckResult, busy_while_timing, course_commit, read_results
+from grader.results import PASS, CheckResult, busy_while_timing, course_commit, is_measured, measured_cells, read_results
 from league.entries import BY_NAME
 from loaderlab.tools.doctor import TENSORFLOW, Report, diagnose
 from loaderlab.machine import facts
@@ -229,7 +229,7 @@ def _figures(exercise: str, check: str, metrics: dict[str, Any]) -> str:
     target = metrics.get("target")
     if isinstance(target, (int, float)) and metrics["ratio"] < target:
         text += (f" That is below its {target:.2f}x target: {hint_for_check(exercise, check)} "
-                 f"(`make hint EX={exercise[:4]}`)")
+                 f"(next: `{next_hint_command(exercise, check)}`)")
     return text
 
 
@@ -261,6 +261,16 @@ def measured(results: dict[str, Any]) -> list[tuple[Exercise, Check, dict[str, A
             if check.timed and _has_figures(metrics):
                 found.append((exercise, check, metrics))
     return found
+
+
+def measured_figures(results: dict[str, Any]) -> list[tuple[Exercise, Check, dict[str, Any]]]:
+    """(exercise, timed check, its saved figure) for every timed check that saved a figure against a limit (the
+    capstone's data stall and accuracy), in course order."""
+    saved = _saved(results)
+    return [(exercise, check, metrics) for exercise in exercises()
+            for check in exercise.checks if check.timed
+            for metrics in [{str(c.get("check")): c for c in saved_checks(saved.get(exercise.name))}
+                            .get(check.name, {}).get("metrics")] if is_measured(metrics)]
 
 
 def _ratio(metrics: dict[str, Any]) -> str:
@@ -315,6 +325,11 @@ def figures_section(results: dict[str, Any]) -> Section:
         bars.append(Bar(f"{exercise.short} {check.name}", metrics["ratio"], f"{metrics['ratio']:.2f}x",
                         target if isinstance(target, (int, float)) else None,
                         "below" if isinstance(target, (int, float)) and metrics["ratio"] < target else "met"))
+    for exercise, check, metrics in measured_figures(results):  # a figure against its limit: a stall, an accuracy
+        value, bound, verdict = measured_cells(metrics)
+        section.rows.append([exercise.short, check.name, f"{value} ({metrics.get('name', '')}) {verdict}", bound, "-"])
+        if metrics.get("note"):
+            section.notes.append(f"{exercise.short}: {metrics.get('name', check.name)}: {metrics['note']}.")
     if bars:
         section.chart = bar_chart(bars, "ratio (candidate / baseline, measured in the same run); tick: its target")
     return section

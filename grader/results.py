@@ -13,15 +13,37 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.hints import hint_for_check, next_steps
+from grader.hints import hint_for_check, next_hint_command, next_steps
 from loaderlab.machine import facts
 from loaderlab.paths import REPO_ROOT
 
 PASS, FAIL, ERROR, NOT_STARTED, TIMEOUT, NOT_TIMED = "pass", "fail", "error", "not started", "timeout", "not timed"
+IN_PROGRESS = "in progress"  # some checks pass, the others are not started yet: nothing failed
 CORRECT_UNTIMED = "correct; timing not run"
 PARTLY_RUN = "passed what ran"
 BUSY_SHARE = 0.75  # fewer free cores than this share of the usable ones: the machine was busy while timing
 RESULTS_FORMAT = 2
+
+
+@dataclass
+class Measured:
+    """A timed check's figure that is not a ratio against a baseline (a data-stall fraction, an accuracy), returned by
+    the check so that the table shows it, pass or fail. `failure` is the message when it misses its limit."""
+
+    name: str               # what was measured, and on what (a short run is labelled as such)
+    value: float
+    limit: float
+    at_most: bool           # True: the value must not exceed the limit; False: it must reach it
+    percent: bool = True    # value and limit are fractions shown as percentages
+    note: str = ""          # a further figure, e.g. the time to reach the limit
+    failure: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.value <= self.limit if self.at_most else self.value >= self.limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"passed": self.passed, "kind": "measured"}
 
 
 @dataclass
@@ -65,6 +87,9 @@ def status_of(results: list[CheckResult], not_run: dict[str, bool] | None = None
         return CORRECT_UNTIMED if all(not_run.values()) else PARTLY_RUN
     if any(r.status == NOT_STARTED for r in results) and not any(r.passed for r in results):
         return NOT_STARTED
+    if any(r.status == NOT_STARTED for r in results) and all(r.status in (PASS, NOT_STARTED, NOT_TIMED)
+                                                            for r in results):
+        return IN_PROGRESS  # nothing failed: the open checks wait at a TODO
     if results and all(r.passed or r.status == NOT_TIMED for r in results):
         return NOT_TIMED
     return FAIL
@@ -82,17 +107,48 @@ def _cores_cell(metrics: dict[str, Any]) -> str:
     return f"{metrics['cores']}" if free is None else f"{metrics['cores']} ({free:.1f} free)"
 
 
-def _timed_rows(checks: list[CheckResult], indent: str) -> list[str]:
+def _figure(value: float, percent: bool) -> str:
+    return f"{value:.0%}" if percent else f"{value:.3g}"
+
+
+def measured_cells(metrics: dict[str, Any]) -> tuple[str, str, str]:
+    """(value, bound, verdict) of a saved `Measured` figure, as the tables show them."""
+    bound = f"{'at most' if metrics['at_most'] else 'at least'} {_figure(metrics['limit'], metrics['percent'])}"
+    verdict = "ok" if metrics.get("passed") else ("too high" if metrics["at_most"] else "too low")
+    return _figure(metrics["value"], metrics["percent"]), bound, verdict
+
+
+def is_measured(metrics: Any) -> bool:
+    """Whether saved metrics are a `Measured` figure (not a comparison against a baseline)."""
+    return isinstance(metrics, dict) and metrics.get("kind") == "measured" and \
+        all(isinstance(metrics.get(k), (int, float)) for k in ("value", "limit"))
+
+
+def _timed_rows(checks: list[CheckResult], indent: str, width: int) -> list[str]:
+    """A row per measured figure: a throughput against its baseline, or a figure against its limit."""
     rows = []
     for result in checks:
-        if not result.metrics:
-            continue
         m = result.metrics
+        if not m:
+            continue
+        name = f"{indent}{m['name']}"
+        if is_measured(m):
+            value, bound, mark = measured_cells(m)
+            note = f"  ({m['note']})" if m.get("note") else ""
+            rows.append(f"{name:<{width}} {mark:<24} {value:>12} {bound:>12}{note}")
+            continue
         mark = "ok" if m.get("passed") else "too slow"
-        name_width = 30 - len(indent)
-        rows.append(f"{indent}{m['name'][:name_width]:<{name_width}} {mark:<24} {m['candidate_ips']:>10.1f}/s "
-                    f"{m['baseline_ips']:>10.1f}/s {m['ratio']:>6.2f}x {m['target']:>6.2f}x {_cores_cell(m):>13}")
+        unit = m.get("unit", "items")
+        rows.append(f"{name:<{width}} {mark:<24} {m['candidate_ips']:>10.1f}/s {m['baseline_ips']:>10.1f}/s "
+                    f"{m['ratio']:>6.2f}x {m['target']:>6.2f}x {_cores_cell(m):>13}  ({unit}/s)")
     return rows
+
+
+def _first_column(results: list[CheckResult]) -> int:
+    """Wide enough for every exercise, step and figure name (never cut), at least 30."""
+    names = [r.exercise for r in results] + [f"  step {r.step}: {r.step_title}" for r in results if r.step]
+    names += [f"    {r.metrics['name']}" for r in results if r.metrics and r.metrics.get("name")]
+    return max([30] + [len(name) for name in names])
 
 
 def busy_while_timing(results: list[CheckResult]) -> tuple[float, int] | None:
@@ -112,30 +168,35 @@ def summary_lines(results: list[CheckResult], target: str, cores: int,
     `not_run` maps an exercise to its checks that were not run ({check: is_timed}).
     """
     not_run = not_run or {}
-    header = (f"{'exercise / step':<30} {'status':<24} {'throughput':>12} {'baseline':>12} {'ratio':>7} "
+    width = _first_column(results)
+    header = (f"{'exercise / step':<{width}} {'status':<24} {'throughput':>12} {'baseline':>12} {'ratio':>7} "
               f"{'target':>7} {'cores':>13}")
     lines = [f"Grades for {target} ({cores} usable cores)", header, "-" * len(header)]
     advice: list[str] = []
     untouched: list[str] = []
     for exercise, checks in _grouped(results, lambda r: r.exercise).items():
         status = status_of(checks, not_run.get(exercise))
-        lines.append(f"{exercise:<30} {status:<24}")
+        lines.append(f"{exercise:<{width}} {status:<24}".rstrip())
         steps = _grouped(checks, lambda r: (r.step, r.step_title))
         if len(steps) > 1 or next(iter(steps))[0]:
             for (number, title), members in steps.items():
                 missing = {c: t for c, t in not_run.get(exercise, {}).items() if c in {m.check for m in members}}
-                lines.append(f"  {f'step {number}: {title}'[:28]:<28} {status_of(members, missing):<24}")
-                lines += _timed_rows(members, "    ")
+                lines.append(f"{f'  step {number}: {title}':<{width}} {status_of(members, missing):<24}".rstrip())
+                lines += _timed_rows(members, "    ", width)
         else:
-            lines += _timed_rows(checks, "  ")
+            lines += _timed_rows(checks, "  ", width)
         if status == NOT_STARTED and all(r.status == NOT_STARTED for r in checks):
             untouched.append(exercise)
         elif status not in (PASS, CORRECT_UNTIMED, PARTLY_RUN):
             failing = next(r for r in checks if not r.passed and r.status != NOT_TIMED)
             where = f"step {failing.step} ({failing.step_title}), " if failing.step else ""
-            advice += [f"{exercise}: {where}check `{failing.check}` ({failing.status}).",
-                       f"  hint: {hint_for_check(exercise, failing.check)}",
-                       f"  more: make hint EX={exercise[:4]} LEVEL=2"]
+            if failing.status == NOT_STARTED:  # nothing failed: where to go on, and nothing of the answer
+                advice += [f"{exercise}: next, {where}check `{failing.check}` (not started): fill in the TODO its "
+                           "message names."]
+            else:  # the check's first hint only: the levels that spell out the fix come on request
+                advice += [f"{exercise}: {where}check `{failing.check}` ({failing.status}).",
+                           f"  hint: {hint_for_check(exercise, failing.check)}",
+                           f"  next level: {next_hint_command(exercise, failing.check)}"]
     busy = busy_while_timing(results)
     if busy:
         advice += ["", f"The machine was busy while timing: {busy[0]:.1f} of {busy[1]} cores were free. Targets that "

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from grader.catalog import Exercise, find
-from grader.hints import hint_for_check
+from grader.hints import hint_for_check, next_hint_command
 from grader.results import NOT_STARTED, PASS, read_results
 from loaderlab.paths import GRADER_DIR, REPO_ROOT
 
@@ -67,7 +67,7 @@ def verdict(exercise: Exercise, entry: dict) -> list[str]:
         taught = f"notebooks/{exercise.notebook}.ipynb teaches it; " if exercise.notebook else ""
         return lines + [f"  {taught}fill in the TODO named above and save."]
     lines.append(f"  hint: {hint_for_check(exercise.name, str(failing.get('check')))}")
-    lines.append(f"  more: make hint EX={exercise.short} LEVEL=2")
+    lines.append(f"  next level: {next_hint_command(exercise.name, str(failing.get('check')))}")
     return lines
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import preload, quiz
-from grader.results import CORRECT_UNTIMED, ERROR, FAIL, NOT_STARTED, PASS, CheckResult, summary_lines, write_json
+from grader import hints, preload, quiz
+from grader.results import (CORRECT_UNTIMED, ERROR, FAIL, IN_PROGRESS, NOT_STARTED, NOT_TIMED, PASS, CheckResult,
+                            Measured, status_of, summary_lines, write_json)
 from grader.runner import MEMORY_CAP_ENV, run_check
 from grader.support import SHM_DIR, pipe_traffic
 from loaderlab.machine import free_cores, usable_cores
@@ -281,6 +283,88 @@ def test_summary_says_when_the_machine_was_busy() -> None:
                "cores": 2, "free_cores": 1.2, "passed": True}
     text = "\n".join(summary_lines([_result("ex03_process_loader", "x", PASS, metrics=metrics, timed=True)], "s/", 2))
     assert "2 (1.2 free)" in text and "busy while timing" in text
+
+
+
+def test_summary_shows_only_a_checks_first_hint_and_how_to_ask_for_the_next() -> None:
+    exercise, check = "ex11_training_script", "labels_follow_class_folders"
+    levels = hints.check_hints(exercise)[check]
+    assert len(levels) >= 2
+    text = "\n".join(summary_lines([_result(exercise, check, FAIL, step=4, step_title="labels")], "exercises/", 2))
+    assert f"hint: {levels[0]}" in text
+    assert not any(level in text for level in levels[1:]), "the levels that spell out the fix come on request only"
+    assert f"next level: make hint EX=ex11 CHECK={check} LEVEL=2" in text
+
+
+def test_a_check_without_hints_of_its_own_points_at_the_exercises_levels() -> None:
+    exercise = "ex02_threaded_prefetch"
+    text = "\n".join(summary_lines([_result(exercise, "a_check_with_no_hint", FAIL)], "exercises/", 2))
+    assert f"hint: {hints.hint(exercise, 1)}" in text and "next level: make hint EX=ex02 LEVEL=2" in text
+
+
+
+CLIMBING = sorted(hints.all_hints())
+
+
+@pytest.mark.parametrize("exercise", CLIMBING)
+def test_check_hints_climb_from_a_nudge(exercise: str) -> None:
+    """The summary shows a failed check's first level only, so that level nudges and a later one gives the fix."""
+    for check, levels in hints.check_hints(exercise).items():
+        assert len(levels) >= 2, f"{exercise} {check}: a nudge toward the cause first, the fix on request"
+        code = re.search(r"[A-Za-z_]\([^)]|torch\.|=\s*[\w.]+\(", levels[0])
+        assert code is None, f"{exercise} {check}: the first level spells out code ({code and code.group()!r}): {levels[0]}"
+
+def test_make_hint_climbs_a_checks_levels_and_the_exercises() -> None:
+    def hint(*args: str) -> str:
+        done = subprocess.run(["make", "-s", "hint", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    check = "pin_memory_only_for_cuda"
+    levels = hints.check_hints("ex11_training_script")[check]
+    for level, text in enumerate(levels, start=1):
+        out = hint("EX=ex11", f"CHECK={check}", f"LEVEL={level}")
+        assert f"check {check}, hint {level} of {len(levels)}" in out and text in out
+        assert (f"LEVEL={level + 1}" in out) == (level < len(levels)), "says how to ask for the next level, until the last"
+    first = hint("EX=ex11", f"CHECK={check}")
+    assert levels[0] in first and f"CHECK={check} LEVEL=2" in first
+    assert hints.all_hints()["ex02_threaded_prefetch"][1] in hint("EX=ex02", "LEVEL=2")
+
+
+def test_a_group_whose_open_checks_are_only_not_started_is_not_a_failure() -> None:
+    started = [_result("ex13_resumable_loading", "a", PASS), _result("ex13_resumable_loading", "b", NOT_STARTED)]
+    assert status_of(started) == IN_PROGRESS
+    assert status_of(started[1:]) == NOT_STARTED
+    assert status_of([_result("x", "a", NOT_STARTED), _result("x", "b", NOT_TIMED, timed=True)]) == NOT_STARTED
+    assert status_of(started + [_result("ex13_resumable_loading", "c", FAIL)]) == FAIL
+    text = "\n".join(summary_lines([_result("ex13_resumable_loading", "a", PASS, step=1, step_title="one process"),
+                                    _result("ex13_resumable_loading", "b", NOT_STARTED, step=2,
+                                            step_title="killed and resumed")], "exercises/", 2))
+    assert " fail" not in text and "hint:" not in text and "check `b` (not started)" in text
+
+
+def test_summary_keeps_whole_step_names_and_shows_units_and_measured_figures() -> None:
+    comparison = {"name": "resume at 18 of 24 batches", "candidate_ips": 400.0, "baseline_ips": 100.0, "ratio": 4.0,
+                  "target": 3.0, "cores": 2, "free_cores": None, "passed": True, "unit": "samples"}
+    stall = Measured("data stall, 10 batches (a short run)", 0.04, 0.3, at_most=True).to_dict()
+    accuracy = Measured("val accuracy, 12 epochs (ci's short run)", 0.2, 0.25, at_most=False,
+                        note="time to 25%: not reached").to_dict()
+    step = {"step": 6, "step_title": "device options and timing"}
+    results = [_result("ex11_training_script", "pin_memory_only_for_cuda", PASS, **step),
+               _result("ex13_resumable_loading", "resume_beats_fast_forward", PASS, metrics=comparison, timed=True),
+               _result("ex11_training_script", "data_stall_under_bound", PASS, metrics=stall, timed=True),
+               _result("ex11_training_script", "accuracy_after_the_epoch_budget", FAIL, metrics=accuracy, timed=True)]
+    text = "\n".join(summary_lines(results, "exercises/", 2))
+    assert "step 6: device options and timing" in text
+    assert "(samples/s)" in text
+    assert "data stall, 10 batches (a short run)" in text and "4%  at most 30%" in text
+    assert "val accuracy, 12 epochs (ci's short run)" in text and "too low" in text and "20% at least 25%" in text
+    assert "time to 25%: not reached" in text
+
+
+def test_a_measured_figure_passes_by_its_bound() -> None:
+    assert Measured("stall", 0.3, 0.3, at_most=True).passed and not Measured("stall", 0.31, 0.3, at_most=True).passed
+    assert Measured("acc", 0.25, 0.25, at_most=False).passed and not Measured("acc", 0.2, 0.25, at_most=False).passed
 
 
 # ---- quizzes ----------------------------------------------------------------------------------

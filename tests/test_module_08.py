@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+import tomllib
 
 import matplotlib
 
@@ -35,6 +36,47 @@ def test_the_shipped_script_is_the_frozen_original() -> None:
 def test_every_planted_defect_has_its_todo() -> None:
     tags = set(re.findall(r"TODO\((ex11[a-z])\)", STUB.read_text()))
     assert tags == {f"ex11{letter}" for letter in "abcdefghij"}
+
+
+GIVEAWAYS = ("usable_cores", "persistent", "shuffle=True", "parent folder", "list_samples", "exactly when", "CUDA",
+             "warmup_batches", "uint8", "centre crop", "torch.randint", "get_worker_info", "CorruptImage", "instead",
+             "Let the error out", "Start the clock", "normalise", "float32", "drawn anew", "own stream")
+
+
+def _todo_comments(text: str) -> str:
+    """The text of the TODO comments of a module (each from its TODO line to the end of its comment block)."""
+    blocks, current = [], None
+    for line in text.splitlines():
+        comment = line.strip()[1:].strip() if line.strip().startswith("#") else None
+        if comment is not None and "TODO(" in comment:
+            current = [comment]
+            blocks.append(current)
+        elif comment is not None and current is not None:
+            current.append(comment)
+        else:
+            current = None
+    return "\n".join(" ".join(block) for block in blocks)
+
+
+def test_the_todos_give_symptoms_not_fixes() -> None:
+    """The capstone teaches diagnosis: a TODO says what the learner would see; the defect and its fix are hints."""
+    comments = _todo_comments(STUB.read_text())
+    assert comments.count("TODO(ex11") >= 10
+    for giveaway in GIVEAWAYS:
+        assert giveaway not in comments, f"a TODO of the capstone names its fix ({giveaway!r}): that belongs in the hints"
+
+
+def test_each_defect_has_hints_that_climb_from_a_nudge_to_the_fix() -> None:
+    from grader.hints import check_hints
+
+    levels = check_hints("ex11_training_script")
+    for check in (c for c in levels if c in STUB_CHECKS):
+        assert len(levels[check]) >= 3, f"{check}: a nudge, the defect, then the fix"
+        for giveaway in GIVEAWAYS:
+            assert giveaway not in levels[check][0], f"{check}: the first hint gives away {giveaway!r}: start with a nudge"
+
+
+STUB_CHECKS = set(tomllib.loads((REPO_ROOT / "tests" / "stubs" / "ex11_training_script.toml").read_text())["fails"])
 
 
 def test_a_run_round_trips_through_its_dict() -> None:

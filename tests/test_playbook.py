@@ -139,7 +139,7 @@ def test_the_worker_count_exercise_05_chose_is_what_to_use(results_file: Path, t
 def test_below_target_says_so_with_the_hint(results_file: Path, tmp_path: Path) -> None:
     page = build(results_file, tmp_path / "absent.json")
     figures = text(section(page, "Your figures"))
-    assert "2.40x below" in figures and "below its 3.00x target" in figures and "`make hint EX=ex08`" in figures
+    assert "2.40x below" in figures and "below its 3.00x target" in figures and "`make hint EX=ex08 CHECK=shards_beat_one_request_per_file LEVEL=2`" in figures
     assert "busy during some timing: as few as 1.2 of 2 cores" in "\n".join(page.lines)
 
 
@@ -360,3 +360,19 @@ def test_a_browser_prints_the_whole_playbook_on_one_page(tmp_path: Path, monkeyp
     printed = (tmp_path / "playbook.pdf").read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", printed))
     assert pages == 1, f"every timed check graded, a league and a capstone run print on {pages} pages, not one"
+
+
+def test_the_capstones_stall_and_accuracy_figures_show_with_their_limits(tmp_path: Path) -> None:
+    from grader.results import Measured
+
+    path = tmp_path / "results.json"
+    stall = Measured("data stall, 10 batches (a short run)", 0.04, 0.3, at_most=True).to_dict()
+    accuracy = Measured("val accuracy, 12 epochs (ci's short run)", 0.31, 0.25, at_most=False,
+                        note="mean of the last 3; time to 25%: 5.1 s").to_dict()
+    write_json([CheckResult("ex11_training_script", "data_stall_under_bound", PASS, "", 1.0, stall, timed=True),
+                CheckResult("ex11_training_script", "accuracy_after_the_epoch_budget", PASS, "", 1.0, accuracy,
+                            timed=True)], "exercises", path, "fork")
+    figures = text(section(build(path, tmp_path / "absent.json"), "Your figures"))
+    assert "4% (data stall, 10 batches (a short run)) ok" in figures and "at most 30%" in figures
+    assert "31% (val accuracy, 12 epochs (ci's short run)) ok" in figures and "at least 25%" in figures
+    assert "time to 25%: 5.1 s" in figures

@@ -154,7 +154,9 @@ def assert_passed_through(what: str, origin: str, values: list[object], received
             f"item {values[min(done, len(values) - 1)]!r}. That value was {origin} as a plain value and must come out "
             "as one. Tell your own markers (end, error) from items without looking at the item: an exception "
             "object, a tuple or a numpy array are items like any other.")
-    assert done <= len(values), f"{what}: {done} items came out of {len(values)} that went in"
+    assert done <= len(values), (
+        f"{what}: {done} items came out of {len(values)} that went in: an item was handed out twice (put once, taken "
+        "twice?), or the end marker was taken for an item. Each item goes through the buffer once.")
     for index, (sent, got) in enumerate(zip(values, received)):
         assert got is sent, (
             f"{what}: item {index} went in as {sent!r} and came out as {got!r}. Pass the very same objects through.")

@@ -92,7 +92,11 @@ def _check_count(got: list[Any], source: list[Any], setting: str) -> None:
             f"{len(source[-1][0])} images) was lost. When the loader ends, the batches already sent to the device "
             "must still be handed over: catch StopIteration when you ask for the NEXT batch, not for this one.")
     assert len(got) == len(source), (
-        f"{setting}: {len(got)} batches came out of a loader of {len(source)}: every batch once, in order.")
+        f"{setting}: {len(got)} batches came out of a loader of {len(source)}: "
+        + ("more than the loader gave: a batch is handed over again (take it off your queue as you return it)."
+           if len(got) > len(source) else
+           f"{len(source) - len(got)} never came: the batches still on their way to the device when the loader "
+           "ended were dropped, or batches were taken from the loader and not queued (every batch once, in order)."))
 
 
 def _skipped_without_cuda(ex: ModuleType, check: str) -> bool:
@@ -337,7 +341,7 @@ def next_copy_is_issued_before_handing_over(ex: ModuleType) -> None:
             return seen
 
         seen = within(60, setting, run)
-        assert len(seen) == len(source), f"{setting}: {len(seen)} batches came out of {len(source)}."
+        _check_count(seen, source, setting)
         for number, count in enumerate(seen):
             assert count >= min(number + depth, len(source)), (
                 f"{setting}: when batch {number} was handed over, only {count} batches had been taken from the "
@@ -541,7 +545,7 @@ def buffers_outlive_the_compute_that_reads_them(ex: ModuleType) -> None:
         return [s.cpu() for s in sums]
 
     got = within(120, setting, run)
-    assert len(got) == len(source), f"{setting}: {len(got)} batches came out of {len(source)}."
+    _check_count(got, source, setting)
     changed = [number for number, (a, b) in enumerate(zip(got, expected))
                if (a - b).abs().max().item() > SUM_TOLERANCE]
     assert not changed, (

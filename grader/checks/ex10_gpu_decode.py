@@ -276,7 +276,8 @@ def loader_yields_device_batches_in_order(ex: ModuleType) -> None:
                 "decode here, on the device, once per batch (decode_batch); the workers only read bytes.")
             if workers == 0:
                 assert labels == [s.label for s in samples], (
-                    f"{setting}: the labels are not the samples' labels in written order.")
+                    f"{setting}: the labels are not the samples' labels in written order: the labels were gathered "
+                    "in another order than the JPEGs, or do not come from the shards' own labels.")
                 _check_pixels(images, samples, setting)
                 continue
             found = [_nearest(image, references) for image in images]
@@ -284,8 +285,11 @@ def loader_yields_device_batches_in_order(ex: ModuleType) -> None:
             assert not far, f"{setting}: images at positions {far[:5]} match no sample's centre crop."
             order = [index for index, _ in found]
             assert sorted(order) == list(range(len(samples))), (
-                f"{setting}: some samples came twice and others never: every sample exactly once.")
-            assert labels == [samples[i].label for i in order], f"{setting}: some labels belong to other images."
+                f"{setting}: some samples came twice and others never: each worker must read only its own shards "
+                "(ShardDataset splits them by get_worker_info()), and every chunk a worker sends must be batched once.")
+            assert labels == [samples[i].label for i in order], (
+                f"{setting}: some labels belong to other images: the labels were gathered in another order than the "
+                "JPEGs (keep each chunk's jpegs, labels and keys together as you cut batches).")
 
         setting = "gpu_decode_loader(..., num_workers=1), closed after its first batch"
 

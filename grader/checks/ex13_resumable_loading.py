@@ -194,16 +194,41 @@ def _batched(samples: list[int], batch_size: int) -> list[list[int]]:
     return [samples[start:start + batch_size] for start in range(0, len(samples), batch_size)]
 
 
-def _rest_advice(rest: list[list[int]], reference: list[list[int]], received: int) -> str:
-    """Why a resumed rest differs from the uninterrupted epoch's batches from `received` on."""
+AFTER_THE_YIELD = ("A generator stays paused at its `yield` while the loop works on the batch it gave, so a count "
+                   "made after the `yield` lags one batch behind what the loop has received: count each batch in "
+                   "__iter__ before yielding it.")
+
+
+def _rest_advice(rest: list[list[int]], reference: list[list[int]], received: int,
+                 counted_nothing: bool | None = None) -> str:
+    """Why a resumed rest differs from the uninterrupted epoch's batches from `received` on.
+
+    `counted_nothing`: whether the state saved after `received` batches equals one saved before the first batch
+    (None: not known). It tells a count that lags (the state's fault) from a position ignored on load.
+    """
     if rest == reference:
-        return "the whole epoch came again: the loaded position was ignored (the resumed run trains on its first batches twice)."
+        if counted_nothing:
+            return (f"the whole epoch came again, and the state saved after the loop received {received} "
+                    f"batch{'es' if received > 1 else ''} equals a state saved before the first one: the state never "
+                    "counted what the loop received. " + (AFTER_THE_YIELD if received == 1 else ""))
+        if counted_nothing is False:
+            return ("the whole epoch came again, though the state did change as the loop went on: load_state_dict "
+                    "keeps the position, but the next iter() must start from it (and only that one iter()).")
+        return ("the whole epoch came again (the resumed run trains on its first batches twice): either the state "
+                "did not count what the loop received, or the next iter() ignored the loaded position.")
     for shift in range(-len(reference), len(reference) + 1):
         if shift and 0 <= received + shift <= len(reference) and rest == reference[received + shift:]:
             return (f"it starts {abs(shift)} batch{'es' if abs(shift) > 1 else ''} too "
                     f"{'late' if shift > 0 else 'early'}: samples {'lost' if shift > 0 else 'trained on twice'}. The "
-                    "state counts the samples the loop has received; the rest starts at the first one it has not.")
+                    "state counts the samples the loop has received; the rest starts at the first one it has not."
+                    + (" " + AFTER_THE_YIELD if shift == -1 else ""))
     return "another order altogether: the order must follow from (seed, epoch) alone, and the rest is its tail."
+
+
+def _counted_nothing(ex: ModuleType, state: dict[str, Any], **options: Any) -> bool:
+    """Whether `state` equals the state of a loader that has given the loop nothing yet (same epoch and options)."""
+    _, fresh = _saved_after(ex, 0, **options)
+    return _json(fresh, "before the first batch") == _json(state, "as saved")
 
 
 # ---- step 1: one process -----------------------------------------------------------------------
@@ -249,11 +274,12 @@ def resume_gives_the_rest_of_the_epoch(ex: ModuleType) -> None:
         rest = _take(_resumed(ex, _json(state, f"after {received} batches")), None, "the resumed epoch")
         where = (f"saved after {received} of {BATCHES} batches of epoch {EPOCH}, then loaded by a fresh loader "
                  "(load_state_dict, then iter())")
+        lagging = _counted_nothing(ex, state) if rest == reference and received else None
         assert rest == reference[received:], (
             f"{where}: the rest came as {rest[:3]}{'...' if len(rest) > 3 else ''}, but the uninterrupted epoch "
             f"continues with {reference[received:received + 3]}{'...' if len(reference) > received + 3 else ''}"
             f"{' (nothing: the epoch was over)' if received == BATCHES else ''}: "
-            + _rest_advice(rest, reference, received)
+            + _rest_advice(rest, reference, received, lagging)
             + (" load_state_dict restores the epoch as well: a fresh loader starts at epoch 0." if rest == _rest_of_epoch0(ex, received) else ""))
     middle = RESUME_AT[2]
     _, state = _saved_after(ex, middle)
@@ -323,9 +349,10 @@ def state_counts_what_the_loop_received(ex: ModuleType) -> None:
             f"batches later: the state counted the indices the SAMPLER had handed out. With workers the DataLoader "
             f"draws indices ahead of the loop (prefetch_factor x num_workers = 2 x {WORKERS} batches in flight), so "
             "those batches are lost on resume. Count in __iter__, as each batch reaches the loop.")
+    lagging = _counted_nothing(ex, state, num_workers=WORKERS) if rest == reference else None
     assert rest == reference[received:], (
         f"{what}: saved after the loop received {received} batches, then resumed without workers: "
-        + _rest_advice(rest, reference, received))
+        + _rest_advice(rest, reference, received, lagging))
 
 
 # ---- step 2: killed and resumed ---------------------------------------------------------------

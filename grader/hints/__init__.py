@@ -2,9 +2,11 @@
 
 Each file holds `hints`, a list that climbs from a nudge to nearly the answer
 (`make hint EX=ex02 LEVEL=2`, or `python -m grader.hints ex02 2`), a `[checks]`
-table with the first thing to look at when that check fails (the grade summary
-shows it), and optionally `crash`: what a crash of the grading process usually
-means in that exercise.
+table with, per check, what to look at when it fails: one text, or a list of
+levels that climbs the same way (`make hint EX=ex11 CHECK=<check> LEVEL=2`), and
+optionally `crash`: what a crash of the grading process usually means in that
+exercise. The grade summary and `make watch` show only a failed check's first
+level, and the command that asks for the next one.
 """
 
 from __future__ import annotations
@@ -42,16 +44,34 @@ def hint(exercise: str, level: int) -> str:
     return hints[min(max(level, 1), len(hints)) - 1]
 
 
-def check_hints(exercise: str) -> dict[str, str]:
-    """The per-check hints of an exercise (its `[checks]` table)."""
-    return _entries().get(exercise, {}).get("checks", {})
+def check_hints(exercise: str) -> dict[str, list[str]]:
+    """The per-check hints of an exercise (its `[checks]` table), each as its levels (one text is one level)."""
+    table = _entries().get(exercise, {}).get("checks", {})
+    return {check: [levels] if isinstance(levels, str) else list(levels) for check, levels in table.items()}
+
+
+def check_hint(exercise: str, check: str, level: int) -> str:
+    """A check's hint at `level` (1 = gentlest); past its last, its last. Unknown check: an error naming the known."""
+    levels = check_hints(exercise).get(check)
+    if not levels:
+        known = ", ".join(check_hints(exercise)) or "none"
+        raise SystemExit(f"{exercise} has no hints for a check {check!r}; checks with hints: {known}")
+    return levels[min(max(level, 1), len(levels)) - 1]
 
 
 def hint_for_check(exercise: str, check: str) -> str:
-    """What to look at first when `check` fails: its own hint, else the exercise's first."""
+    """What to look at first when `check` fails: its own first level, else the exercise's first hint."""
     if check in check_hints(exercise):
-        return check_hints(exercise)[check]
+        return check_hint(exercise, check, 1)
     return hint(exercise, 1) if exercise in _entries() else "read the TODOs in the exercise file."
+
+
+def next_hint_command(exercise: str, check: str) -> str:
+    """The command that climbs past `hint_for_check`: the check's own level 2 where it has one, else the exercise's."""
+    short = exercise[:4]
+    if len(check_hints(exercise).get(check, [])) > 1:
+        return f"make hint EX={short} CHECK={check} LEVEL=2"
+    return f"make hint EX={short} LEVEL=2"
 
 
 def crash_advice(exercise: str) -> str:
