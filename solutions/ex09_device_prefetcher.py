@@ -86,13 +86,13 @@ class DevicePrefetcher:
             except Exception as err:
                 self.on_loader_error(err)
                 return
-            self.pending.append(self.to_device(batch))
+            self.pending.append(self._to_device(batch))
 
     def on_loader_error(self, err: Exception) -> None:
         """The loader raised `err`: keep it, to raise once the batches before it are handed over."""
         self._error = err
 
-    def to_device(self, batch: Batch) -> Batch:
+    def _to_device(self, batch: Batch) -> Batch:
         images, labels = batch
         if not (isinstance(images, torch.Tensor) and images.dtype == torch.uint8 and images.dim() == 4):
             raise TypeError(f"expected uint8 (N, C, H, W) image batches, got {getattr(images, 'dtype', type(images))} "
