@@ -64,16 +64,41 @@ def fast_center_crop(path: Path | str) -> np.ndarray:
         return np.asarray(image, dtype=np.uint8)
 
 
-def _decoded(samples: Iterable[Sample], skipped: list[Skipped]) -> Iterator[tuple[np.ndarray, int]]:
+def report_skip(path: Path | str, reason: str, skipped: list[Skipped] | None) -> None:
+    """Tell of a file that could not be used: a warning in the log, and a Skipped in `skipped` when one is given."""
+    log.warning("skipped %s: %s", path, reason)
+    if skipped is not None:
+        skipped.append(Skipped(Path(path), reason))
+
+
+def decoded(samples: Iterable[Sample], skipped: list[Skipped] | None,
+            crop: Callable[[Path | str], np.ndarray] = fast_center_crop,
+            report: Callable[[Path | str, str, list[Skipped] | None], None] = report_skip,
+            ) -> Iterator[tuple[np.ndarray, int]]:
+    """(crop, label) for each sample that decodes, in order; `report` is told of each one that does not."""
     for path, label in samples:
         try:
-            yield fast_center_crop(path), label
+            image = crop(path)
         except FileNotFoundError:
             raise  # a wrong path is a bug in the sample list, not a bad image
         except DECODE_ERRORS as err:
-            reason = decode_failure_reason(path, err)
-            skipped.append(Skipped(Path(path), reason))
-            log.warning("skipped %s: %s", path, reason)
+            report(path, decode_failure_reason(path, err), skipped)
+            continue
+        yield image, label
+
+
+def batched(pairs: Iterable[tuple[np.ndarray, int]], batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Stack (image, label) pairs into batches of `batch_size`, the last one partial if need be (never empty)."""
+    images: list[np.ndarray] = []
+    labels: list[int] = []
+    for image, label in pairs:
+        images.append(image)
+        labels.append(label)
+        if len(images) == batch_size:
+            yield np.stack(images), np.array(labels, dtype=np.int64)
+            images, labels = [], []
+    if images:
+        yield np.stack(images), np.array(labels, dtype=np.int64)
 
 
 def load_batches(
@@ -82,16 +107,7 @@ def load_batches(
     """Yield (uint8 (N, 224, 224, 3) centre crops, int64 (N,) labels) in sample order.
 
     Unreadable files are skipped, appended to `skipped` with the reason, and
-    logged; batches stay full except the last.
+    logged; batches stay full except the last. (Its pieces, decoded, report_skip
+    and batched, are public so that tests/planted/ex01_* can replace one.)
     """
-    skipped = [] if skipped is None else skipped
-    images: list[np.ndarray] = []
-    labels: list[int] = []
-    for image, label in _decoded(samples, skipped):
-        images.append(image)
-        labels.append(label)
-        if len(images) == batch_size:
-            yield np.stack(images), np.array(labels, dtype=np.int64)
-            images, labels = [], []
-    if images:
-        yield np.stack(images), np.array(labels, dtype=np.int64)
+    yield from batched(decoded(samples, skipped), batch_size)

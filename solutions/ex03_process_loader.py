@@ -160,6 +160,12 @@ class ProcessLoader:
     batch, however long the epoch lasts in all. `close()`, leaving a `with` block,
     an error from next(), and reaching the end stop and join every worker (killing
     any that do not stop within a few seconds) and unlink every segment.
+
+    Variants (tests/planted/ex03_*) replace one piece: the seams are the methods below that have no underscore
+    (make_slot, in_flight, submit, send_task, collect, slot_view, wait_for, receive, handle, join_workers,
+    release_slot) and the state they share, public as well: `batches` (each batch's (start, stop) sample range,
+    in order), `workers` and `pipes` (worker w's process and the parent's end of its pipe), `submitted` (batches
+    handed to workers so far) and `timeout_s`.
     """
 
     worker = staticmethod(_worker)  # what each process runs (a top-level function: spawn pickles it by name)
@@ -171,21 +177,21 @@ class ProcessLoader:
             raise ValueError("batch_size, num_workers and prefetch must be at least 1")
         self._samples = list(samples)
         self._batch_size = batch_size
-        self._timeout_s = timeout_s
-        self._batches = [(start, min(start + batch_size, len(self._samples)))
-                         for start in range(0, len(self._samples), batch_size)]
+        self.timeout_s = timeout_s
+        self.batches = [(start, min(start + batch_size, len(self._samples)))
+                        for start in range(0, len(self._samples), batch_size)]
         self._next_batch = 0   # the next batch to hand to the caller
-        self._submitted = 0    # batches handed to workers so far
+        self.submitted = 0     # batches handed to workers so far
         self._closed = False
-        self._workers: list[BaseProcess] = []
-        self._pipes: list[connection.Connection] = []
-        self._ready: dict[int, np.ndarray] = {}  # batch -> labels, pixels waiting in their slot
+        self.workers: list[BaseProcess] = []
+        self.pipes: list[connection.Connection] = []
+        self._ready: dict[int, Any] = {}  # batch -> what its worker reported (labels), pixels waiting in their slot
         self._slots: list[SharedMemory] = []
         context = multiprocessing.get_context(start_method)
         slot_bytes = batch_size * int(np.prod(IMAGE_SHAPE))
         try:
-            for _ in range(min(num_workers * prefetch, max(1, len(self._batches)))):
-                self._slots.append(SharedMemory(create=True, size=slot_bytes))
+            for index in range(min(num_workers * prefetch, max(1, len(self.batches)))):
+                self._slots.append(self.make_slot(index, slot_bytes))
             for worker_id in range(num_workers):
                 parent_end, child_end = context.Pipe(duplex=True)
                 process = context.Process(
@@ -193,79 +199,104 @@ class ProcessLoader:
                     args=(self._samples, transform, seed, epoch, [s.name for s in self._slots], batch_size, child_end))
                 process.start()
                 child_end.close()
-                self._workers.append(process)
-                self._pipes.append(parent_end)
-            self._submit()
+                self.workers.append(process)
+                self.pipes.append(parent_end)
+            self.submit()
         except BaseException:
             self.close()
             raise
 
+    def make_slot(self, index: int, size: int) -> SharedMemory:
+        """A new shared-memory segment of `size` bytes for slot `index`, named by the system (unique, so that
+        several loaders can live at once)."""
+        return SharedMemory(create=True, size=size)
+
     def __len__(self) -> int:
-        return len(self._batches)
+        return len(self.batches)
 
     def __iter__(self) -> ProcessLoader:
         return self
 
     def __next__(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._closed or self._next_batch >= len(self._batches):
+        if self._closed or self._next_batch >= len(self.batches):
             self.close()
             raise StopIteration
         try:
-            batch = self._next_batch
-            labels = self._wait_for(batch)
-            start, stop = self._batches[batch]
-            view = slot_array(self._slots[batch % len(self._slots)].buf, self._batch_size)
-            images = view[: stop - start].copy()
-            del view
+            images, labels = self.collect(self._next_batch)
             self._next_batch += 1
-            self._submit()  # the slot is free again
+            self.submit()  # the slot is free again
             return images, labels
         except BaseException:
             self.close()
             raise
 
-    def _submit(self) -> None:
-        """Hand out batches while a slot is free (batch b uses slot b % slots, worker b % workers)."""
-        while self._submitted < len(self._batches) and self._submitted < self._next_batch + len(self._slots):
-            batch = self._submitted
-            start, stop = self._batches[batch]
-            try:
-                self._pipes[batch % len(self._pipes)].send((batch, batch % len(self._slots), start, stop))
-            except OSError:
-                pass  # that worker is gone: waiting for this batch will report it
-            self._submitted += 1
+    def collect(self, batch: int) -> tuple[np.ndarray, np.ndarray]:
+        """Wait for `batch`, then copy its pixels out of its slot (the slot is reused once next() returns)."""
+        labels = self.wait_for(batch)
+        start, stop = self.batches[batch]
+        view = self.slot_view(batch)
+        images = view[: stop - start].copy()
+        del view
+        return images, labels
 
-    def _wait_for(self, batch: int) -> np.ndarray:
-        """Labels of `batch` once its worker reports it; raises on a worker error, death or timeout."""
-        deadline = time.monotonic() + self._timeout_s
-        worker_id = batch % len(self._workers)
-        pipe, process = self._pipes[worker_id], self._workers[worker_id]
+    def slot_view(self, batch: int) -> np.ndarray:
+        """The uint8 (batch_size, 224, 224, 3) array over the slot of `batch`: no copy."""
+        return slot_array(self._slots[batch % len(self._slots)].buf, self._batch_size)
+
+    def in_flight(self) -> int:
+        """How many batches may be handed to workers and not yet to the caller: one per slot."""
+        return len(self._slots)
+
+    def submit(self) -> None:
+        """Hand out batches while a slot is free (batch b uses slot b % slots, worker b % workers)."""
+        while self.submitted < len(self.batches) and self.submitted < self._next_batch + self.in_flight():
+            self.send_task(self.submitted)
+            self.submitted += 1
+
+    def send_task(self, batch: int) -> None:
+        """Ask worker `batch % workers` to write `batch` into slot `batch % slots`."""
+        start, stop = self.batches[batch]
+        try:
+            self.pipes[batch % len(self.pipes)].send((batch, batch % len(self._slots), start, stop))
+        except OSError:
+            pass  # that worker is gone: waiting for this batch will report it
+
+    def wait_for(self, batch: int) -> Any:
+        """What the worker reported for `batch` (its labels); raises on a worker error, death or timeout."""
+        deadline = time.monotonic() + self.timeout_s
+        worker_id = batch % len(self.workers)
         while batch not in self._ready:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"no batch from worker {worker_id} (pid {process.pid}) for {self._timeout_s:.0f} s "
-                                   f"while waiting for batch {batch}")
-            ready = connection.wait([pipe, process.sentinel], timeout=min(POLL_S, remaining))
-            if pipe in ready:
-                try:
-                    message = pipe.recv()
-                except (EOFError, OSError):
-                    message = None
-                if message is not None:
-                    self._handle(worker_id, message)
-                    continue
-            if not process.is_alive():
-                process.join(0)
-                raise WorkerDied(f"worker {worker_id} (pid {process.pid}) died with {describe_exit(process.exitcode)} "
-                                 f"while loading batch {batch} (samples {self._batches[batch][0]} to "
-                                 f"{self._batches[batch][1] - 1}); its batch is lost, so the epoch stops here.")
+                raise TimeoutError(f"no batch from worker {worker_id} (pid {self.workers[worker_id].pid}) for "
+                                   f"{self.timeout_s:.0f} s while waiting for batch {batch}")
+            message = self.receive(worker_id, batch, min(POLL_S, remaining))
+            if message is not None:
+                done, result = self.handle(worker_id, message)
+                self._ready[done] = result
         return self._ready.pop(batch)
 
-    def _handle(self, worker_id: int, message: tuple[Any, ...]) -> None:
+    def receive(self, worker_id: int, batch: int, timeout_s: float) -> tuple[Any, ...] | None:
+        """Worker `worker_id`'s next message, or None if none came within `timeout_s`; WorkerDied (naming `batch`)
+        as soon as the worker has ended. The wait watches the pipe and the process together."""
+        pipe, process = self.pipes[worker_id], self.workers[worker_id]
+        if pipe in connection.wait([pipe, process.sentinel], timeout=timeout_s):
+            try:
+                return pipe.recv()
+            except (EOFError, OSError):
+                pass
+        if not process.is_alive():
+            process.join(0)
+            raise WorkerDied(f"worker {worker_id} (pid {process.pid}) died with {describe_exit(process.exitcode)} "
+                             f"while loading batch {batch} (samples {self.batches[batch][0]} to "
+                             f"{self.batches[batch][1] - 1}); its batch is lost, so the epoch stops here.")
+        return None
+
+    def handle(self, worker_id: int, message: tuple[Any, ...]) -> tuple[int, Any]:
+        """A worker's message: (batch, labels) for a batch written into its slot; WorkerError for a failed one."""
         if message[0] == "ok":
             _, batch, labels = message
-            self._ready[batch] = labels
-            return
+            return batch, labels
         _, batch, type_name, text, path, worker_traceback = message
         raise WorkerError(f"worker {worker_id} raised {type_name}: {text} (batch {batch}, sample {path})\n"
                           f"--- worker traceback ---\n{worker_traceback}",
@@ -276,24 +307,32 @@ class ProcessLoader:
         if self._closed:
             return
         self._closed = True
-        for pipe in self._pipes:
+        for pipe in self.pipes:
             try:
                 pipe.send(None)
             except (OSError, ValueError):
                 pass
-        stop_processes(self._workers, JOIN_TIMEOUT_S)
-        for pipe in self._pipes:
+        self.join_workers()
+        for pipe in self.pipes:
             pipe.close()
-        for process in self._workers:
+        for process in self.workers:
             if not process.is_alive():
                 process.close()
         for shm in self._slots:
-            shm.close()
-            try:
-                shm.unlink()
-            except FileNotFoundError:
-                pass
+            self.release_slot(shm)
         self._ready.clear()
+
+    def join_workers(self) -> None:
+        """Join every worker within JOIN_TIMEOUT_S in all; kill those still alive."""
+        stop_processes(self.workers, JOIN_TIMEOUT_S)
+
+    def release_slot(self, shm: SharedMemory) -> None:
+        """Close and unlink one segment (only the parent creates and unlinks them: a killed worker leaks nothing)."""
+        shm.close()
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
 
     def __enter__(self) -> ProcessLoader:
         return self

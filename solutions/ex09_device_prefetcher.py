@@ -12,6 +12,9 @@ Design choices:
 - the next `depth - 1` batches are issued before a batch is handed over; the wrapped loader's error is kept
   and raised once the batches before it are handed over;
 - without CUDA the same code runs with no streams and no pinning (`.to(device)` is a no-op on the CPU).
+
+Each of these choices is a small public method (hand_over, issue_ahead, on_loader_error, send,
+side_stream_waits_for_caller, pinned, normalise), so that tests/planted/ex09_* replace one and keep the rest.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ class DevicePrefetcher:
         self.mean = torch.as_tensor(mean, dtype=torch.float32).view(1, -1, 1, 1).to(self.device)
         self.std = torch.as_tensor(std, dtype=torch.float32).view(1, -1, 1, 1).to(self.device)
         self.stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
-        self._source: Iterator[Batch] | None = iter(loader)
-        self._pending: deque[Batch] = deque()  # issued to the device, not handed over yet
+        self.source: Iterator[Batch] | None = iter(loader)  # the loader's iterator; None once it has ended
+        self.pending: deque[Batch] = deque()  # issued to the device, not handed over yet
         self._error: BaseException | None = None
 
     def __iter__(self) -> DevicePrefetcher:
@@ -50,57 +53,81 @@ class DevicePrefetcher:
 
     def __next__(self) -> Batch:
         self._issue_until(1)
-        if not self._pending:
+        if not self.pending:
             if self._error is not None:
                 error, self._error = self._error, None
                 raise error
             raise StopIteration
-        images, labels = self._pending.popleft()
+        batch = self.hand_over(self.pending.popleft())
+        self.issue_ahead()
+        return batch
+
+    def hand_over(self, batch: Batch) -> Batch:
+        """Make the caller's stream wait for the batch's copy, and mark its tensors as used by the caller's stream."""
         if self.stream is not None:
             caller = torch.cuda.current_stream(self.device)
             caller.wait_stream(self.stream)
-            images.record_stream(caller)
-            labels.record_stream(caller)
-        self._issue_until(self.depth - 1)  # these copies run under the caller's work on this batch
-        return images, labels
+            for tensor in batch:
+                tensor.record_stream(caller)
+        return batch
+
+    def issue_ahead(self) -> None:
+        """Issue the next `depth - 1` batches: their copies run under the caller's work on the batch just handed over."""
+        self._issue_until(self.depth - 1)
 
     def _issue_until(self, count: int) -> None:
         """Issue batches from the loader until `count` are pending, the loader ends, or it fails."""
-        while len(self._pending) < count and self._source is not None and self._error is None:
+        while len(self.pending) < count and self.source is not None and self._error is None:
             try:
-                batch = next(self._source)
+                batch = next(self.source)
             except StopIteration:
-                self._source = None
+                self.source = None
                 return
-            except Exception as err:  # raised after the batches before it are handed over
-                self._error = err
+            except Exception as err:
+                self.on_loader_error(err)
                 return
-            self._pending.append(self._to_device(batch))
+            self.pending.append(self._to_device(batch))
+
+    def on_loader_error(self, err: Exception) -> None:
+        """The loader raised `err`: keep it, to raise once the batches before it are handed over."""
+        self._error = err
 
     def _to_device(self, batch: Batch) -> Batch:
         images, labels = batch
         if not (isinstance(images, torch.Tensor) and images.dtype == torch.uint8 and images.dim() == 4):
             raise TypeError(f"expected uint8 (N, C, H, W) image batches, got {getattr(images, 'dtype', type(images))} "
                             f"{tuple(getattr(images, 'shape', ()))}: keep the loader's batches uint8 (exercise 04).")
-        labels = torch.as_tensor(labels)
+        return self.send(images, torch.as_tensor(labels))
+
+    def send(self, images: torch.Tensor, labels: torch.Tensor) -> Batch:
+        """Issue the copy of one batch and its normalisation on the device; return without waiting for them."""
         if self.stream is None:
-            return self._normalise(images.to(self.device)), labels.to(self.device)
-        self.stream.wait_stream(torch.cuda.current_stream(self.device))
+            return self.normalise(images.to(self.device)), labels.to(self.device)
+        self.side_stream_waits_for_caller()
         with torch.cuda.stream(self.stream):
-            images = images if images.is_pinned() else images.pin_memory()
-            labels = labels if labels.is_pinned() else labels.pin_memory()
-            return (self._normalise(images.to(self.device, non_blocking=True)),
+            images, labels = self.pinned(images), self.pinned(labels)
+            return (self.normalise(images.to(self.device, non_blocking=True)),
                     labels.to(self.device, non_blocking=True))
 
-    def _normalise(self, images: torch.Tensor) -> torch.Tensor:
+    def side_stream_waits_for_caller(self) -> None:
+        """Before each copy: the side stream then sees mean/std, and never writes memory the caller's queued work
+        may still read."""
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))
+
+    @staticmethod
+    def pinned(tensor: torch.Tensor) -> torch.Tensor:
+        """`tensor` in page-locked host memory: only from there is a `non_blocking` copy asynchronous."""
+        return tensor if tensor.is_pinned() else tensor.pin_memory()
+
+    def normalise(self, images: torch.Tensor) -> torch.Tensor:
         if self.channels_last:
             images = images.contiguous(memory_format=torch.channels_last)
         return images.float().div_(255).sub_(self.mean).div_(self.std)
 
     def close(self) -> None:
         """Stop: drop the pending batches, close the loader's iterator (a DataLoader's workers stop), wait for copies."""
-        self._pending.clear()
-        source, self._source = self._source, None
+        self.pending.clear()
+        source, self.source = self.source, None
         close = getattr(source, "close", None)
         if callable(close):
             close()

@@ -1,32 +1,16 @@
 """Planted defect: always yields what is left after the loop, an empty batch when batch_size divides the count."""
 
-import logging
-from pathlib import Path
-
 import numpy as np
 
-from loaderlab.images import DECODE_ERRORS, decode_failure_reason
-from solutions.ex01_profile_and_fix import Skipped, fast_center_crop, find_bottleneck, profile_stages  # noqa: F401
-
-log = logging.getLogger(__name__)
+from solutions.ex01_profile_and_fix import Skipped, batched, decoded, find_bottleneck, profile_stages  # noqa: F401
 
 
 def load_batches(samples, batch_size=32, skipped=None):
     images, labels = [], []
-    for path, label in samples:
-        try:
-            image = fast_center_crop(path)
-        except FileNotFoundError:
-            raise
-        except DECODE_ERRORS as err:
-            reason = decode_failure_reason(path, err)
-            log.warning("skipped %s: %s", path, reason)
-            if skipped is not None:
-                skipped.append(Skipped(Path(path), reason))
-            continue
+    for image, label in decoded(samples, skipped):
         images.append(image)
         labels.append(label)
         if len(images) == batch_size:
             yield np.stack(images), np.array(labels, dtype=np.int64)
             images, labels = [], []
-    yield np.array(images, dtype=np.uint8).reshape(-1, 224, 224, 3), np.array(labels, dtype=np.int64)
+    yield np.array(images, dtype=np.uint8).reshape(-1, 224, 224, 3), np.array(labels, dtype=np.int64)  # planted

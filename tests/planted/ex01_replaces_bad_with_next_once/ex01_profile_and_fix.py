@@ -1,18 +1,11 @@
 """Planted defect: a broken file is reported and replaced by the next file, which is not checked in turn."""
 
-import logging
-from pathlib import Path
-
-import numpy as np
-
 from loaderlab.images import DECODE_ERRORS, decode_failure_reason
-from solutions.ex01_profile_and_fix import Skipped, fast_center_crop, find_bottleneck, profile_stages  # noqa: F401
+from solutions.ex01_profile_and_fix import fast_center_crop, report_skip
+from solutions.ex01_profile_and_fix import Skipped, batched, decoded, find_bottleneck, profile_stages  # noqa: F401
 
-log = logging.getLogger(__name__)
 
-
-def load_batches(samples, batch_size=32, skipped=None):
-    images, labels = [], []
+def _decoded(samples, skipped):
     remaining = iter(samples)
     for path, label in remaining:
         try:
@@ -20,16 +13,11 @@ def load_batches(samples, batch_size=32, skipped=None):
         except FileNotFoundError:
             raise
         except DECODE_ERRORS as err:
-            reason = decode_failure_reason(path, err)
-            log.warning("skipped %s: %s", path, reason)
-            if skipped is not None:
-                skipped.append(Skipped(Path(path), reason))
-            path, label = next(remaining)  # take the next file in its place
+            report_skip(path, decode_failure_reason(path, err), skipped)
+            path, label = next(remaining)  # planted: take the next file in its place, unchecked
             image = fast_center_crop(path)
-        images.append(image)
-        labels.append(label)
-        if len(images) == batch_size:
-            yield np.stack(images), np.array(labels, dtype=np.int64)
-            images, labels = [], []
-    if images:
-        yield np.stack(images), np.array(labels, dtype=np.int64)
+        yield image, label
+
+
+def load_batches(samples, batch_size=32, skipped=None):
+    yield from batched(_decoded(samples, skipped), batch_size)

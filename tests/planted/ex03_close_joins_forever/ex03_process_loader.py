@@ -6,13 +6,6 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 
 
 class ProcessLoader(_Honest):
-    def close(self):
-        if not self._closed:
-            for pipe in self._pipes:
-                try:
-                    pipe.send(None)
-                except (OSError, ValueError):
-                    pass
-            for process in self._workers:
-                process.join()  # planted: no timeout, no kill
-        super().close()
+    def join_workers(self):
+        for process in self.workers:
+            process.join()  # planted: no timeout, no kill

@@ -6,7 +6,7 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 
 
 class ProcessLoader(_Honest):
-    def _submit(self):
-        share = len(self._batches) // len(self._workers)
-        del self._batches[share * len(self._workers):]  # planted: the batches left over after equal shares
-        super()._submit()
+    def submit(self):
+        share = len(self.batches) // len(self.workers)
+        del self.batches[share * len(self.workers):]  # planted: the batches left over after equal shares
+        super().submit()

@@ -6,10 +6,9 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 
 
 class ProcessLoader(_Honest):
-    def _submit(self):
-        if self._submitted == 0:
-            for worker, pipe in enumerate(self._pipes):
-                start, stop = self._batches[worker]  # planted: no check that batch `worker` exists
-                pipe.send((worker, worker % len(self._slots), start, stop))
-            self._submitted = len(self._pipes)
-        super()._submit()
+    def submit(self):
+        if self.submitted == 0:
+            for worker in range(len(self.workers)):
+                self.send_task(worker)  # planted: no check that batch `worker` exists
+            self.submitted = len(self.workers)
+        super().submit()

@@ -5,9 +5,5 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 
 
 class ProcessLoader(_Honest):
-    def close(self):
-        if not self._closed:
-            for shm in self._slots:
-                shm.close()  # planted: no shm.unlink(), so /dev/shm keeps the segment
-            self._slots = []
-        super().close()
+    def release_slot(self, shm):
+        shm.close()  # planted: no shm.unlink(), so /dev/shm keeps the segment

@@ -8,4 +8,4 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 class ProcessLoader(_Honest):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._timeout_s = float("inf")  # planted: liveness is watched, time is not
+        self.timeout_s = float("inf")  # planted: liveness is watched, time is not

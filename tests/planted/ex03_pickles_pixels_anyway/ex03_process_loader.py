@@ -30,18 +30,12 @@ def _worker_pickling_pixels(samples, transform, seed, epoch, slot_names, batch_s
 class ProcessLoader(_Honest):
     worker = staticmethod(_worker_pickling_pixels)
 
-    def _handle(self, worker_id, message):
+    def handle(self, worker_id, message):
         if message[0] == "ok":
             _, batch, labels, images = message
-            self._ready[batch] = (labels, images)
-            return
-        super()._handle(worker_id, message)
+            return batch, (labels, images)
+        return super().handle(worker_id, message)
 
-    def __next__(self):
-        if self._closed or self._next_batch >= len(self._batches):
-            self.close()
-            raise StopIteration
-        labels, images = self._wait_for(self._next_batch)  # the pickled pixels, not the slot's
-        self._next_batch += 1
-        self._submit()
+    def collect(self, batch):
+        labels, images = self.wait_for(batch)  # the pickled pixels, not the slot's
         return images, labels

@@ -8,14 +8,9 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 class ProcessLoader(_Honest):
     def __init__(self, samples, transform, batch_size, num_workers, seed, timeout_s=60.0, start_method=None, prefetch=2,
                  *, epoch=0):
-        self._in_flight = num_workers * prefetch
+        self.planned = num_workers * prefetch
         super().__init__(samples, transform, batch_size, num_workers, seed, timeout_s, start_method,
                          prefetch=2, epoch=epoch)  # planted: the slots are made for prefetch=2
 
-    def _submit(self):
-        while (self._submitted < len(self._batches)
-               and self._submitted < self._next_batch + self._in_flight):
-            batch = self._submitted
-            start, stop = self._batches[batch]
-            self._pipes[batch % len(self._pipes)].send((batch, batch % len(self._slots), start, stop))
-            self._submitted += 1
+    def in_flight(self):
+        return self.planned

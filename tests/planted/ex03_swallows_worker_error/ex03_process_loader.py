@@ -5,11 +5,10 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 
 
 class ProcessLoader(_Honest):
-    def _handle(self, worker_id, message):
+    def handle(self, worker_id, message):
         if message[0] == "error":
-            self._ready[message[1]] = None  # planted: the failed batch is dropped without a word
-            return
-        super()._handle(worker_id, message)
+            return message[1], None  # planted: the failed batch is dropped without a word
+        return super().handle(worker_id, message)
 
     def __next__(self):
         images, labels = super().__next__()

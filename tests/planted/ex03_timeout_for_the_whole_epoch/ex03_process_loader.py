@@ -8,8 +8,8 @@ from solutions.ex03_process_loader import random_flip_and_jitter  # noqa: F401
 
 
 class ProcessLoader(_Honest):
-    def _wait_for(self, batch):
-        if not hasattr(self, "_epoch_deadline"):
-            self._epoch_deadline = time.monotonic() + self._timeout_s
-        self._timeout_s = self._epoch_deadline - time.monotonic()  # planted: what is left of the epoch's budget
-        return super()._wait_for(batch)
+    def wait_for(self, batch):
+        if not hasattr(self, "epoch_deadline"):
+            self.epoch_deadline = time.monotonic() + self.timeout_s
+        self.timeout_s = self.epoch_deadline - time.monotonic()  # planted: what is left of the epoch's budget
+        return super().wait_for(batch)

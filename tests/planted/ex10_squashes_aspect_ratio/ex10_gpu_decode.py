@@ -1,79 +1,15 @@
 """Planted defect: resizes every image to 256 x 256 before the centre crop, squashing its aspect ratio."""
 
-from __future__ import annotations
-
-from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import NamedTuple
-
-import torch
-from torch.utils.data import DataLoader
 from torchvision.transforms.v2 import functional as F
 
-from loaderlab.device import decode_jpegs, default_device
 from loaderlab.images import CROP, RESIZE
-from loaderlab.tar_shards import ShardSample, TarShardReader
-
-WORKER_TIMEOUT_S = 120.0  # a worker silent for this long is an error, not a reason to wait forever
+from solutions.ex10_gpu_decode import GpuDecode
 
 
-class RawBatch(NamedTuple):
-    """One batch as the workers send it: encoded bytes, labels and keys, in the same order."""
-
-    jpegs: list[bytes]
-    labels: torch.Tensor  # int64 (N,)
-    keys: list[str]
+class Squashes(GpuDecode):
+    def resize_center_crop(self, image):
+        return F.center_crop(F.resize(image, [RESIZE, RESIZE], antialias=True), [CROP, CROP])  # the defect
 
 
-def collate_raw(samples: list[ShardSample]) -> tuple[list[bytes], list[int], list[str]]:
-    """A worker's chunk as plain lists: bytes need no collating and pickle as they are."""
-    return [s.data for s in samples], [s.label for s in samples], [s.key for s in samples]
-
-
-def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> Iterator[RawBatch]:
-    """The raw bytes of every sample in the shards, `batch_size` at a time (the last batch may be shorter),
-    read by `num_workers` DataLoader workers; in written order with 0 or 1 workers."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    if num_workers < 0:
-        raise ValueError(f"num_workers must be 0 or more, got {num_workers}")
-    loader = DataLoader(TarShardReader(shard_dir), batch_size=batch_size, num_workers=num_workers,
-                        collate_fn=collate_raw, timeout=WORKER_TIMEOUT_S if num_workers else 0)
-    jpegs: list[bytes] = []
-    labels: list[int] = []
-    keys: list[str] = []
-    for chunk_jpegs, chunk_labels, chunk_keys in loader:
-        jpegs += chunk_jpegs
-        labels += chunk_labels
-        keys += chunk_keys
-        while len(keys) >= batch_size:
-            yield RawBatch(jpegs[:batch_size], torch.tensor(labels[:batch_size], dtype=torch.int64), keys[:batch_size])
-            del jpegs[:batch_size], labels[:batch_size], keys[:batch_size]
-    if keys:  # the last, partial batch
-        yield RawBatch(jpegs, torch.tensor(labels, dtype=torch.int64), keys)
-
-
-def resize_center_crop(image: torch.Tensor) -> torch.Tensor:
-    """A uint8 (3, H, W) image, on any device: short side to 256 (bilinear, antialiased), then the centre 224 x 224."""
-    return F.center_crop(F.resize(image, [RESIZE, RESIZE], antialias=True), [CROP, CROP])
-
-
-def decode_batch(jpegs: Sequence[bytes], device: torch.device | str, names: Sequence[str] | None = None) -> torch.Tensor:
-    """Decode a batch of JPEGs on `device` in one call and crop each: uint8 (N, 3, 224, 224) on `device`."""
-    images = decode_jpegs(jpegs, device, names)
-    if not images:
-        return torch.empty((0, 3, CROP, CROP), dtype=torch.uint8, device=device)
-    return torch.stack([resize_center_crop(image) for image in images])
-
-
-def gpu_decode_loader(shard_dir: Path | str, batch_size: int = 64, device: torch.device | str | None = None,
-                      num_workers: int = 2) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Batches of (uint8 (N, 3, 224, 224) centre crops, int64 (N,) labels) on `device` from the shards in
-    `shard_dir`: workers read bytes, the device decodes. `device=None`: the accelerator, else the CPU."""
-    device = torch.device(device) if device is not None else default_device()
-    batches = read_batches(shard_dir, batch_size, num_workers)
-    try:
-        for batch in batches:
-            yield decode_batch(batch.jpegs, device, batch.keys), batch.labels.to(device)
-    finally:
-        batches.close()  # stops the workers when the caller stops early
+PLANTED = Squashes()
+read_batches, decode_batch, gpu_decode_loader = PLANTED.read_batches, PLANTED.decode_batch, PLANTED.gpu_decode_loader
