@@ -19,6 +19,8 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import IterableDataset, Sampler, get_worker_info
 
+from loaderlab.distributed import collective_device
+
 TRAINING_POLICY = "drop"
 
 
@@ -56,7 +58,8 @@ class DistributedEpochSampler(Sampler[int]):
 
 def exact_mean(scores: Sequence[float]) -> float:
     """The mean of every rank's scores together, returned on every rank: all_reduce of (sum, count)."""
-    totals = torch.tensor([float(sum(scores)), float(len(scores))], dtype=torch.float64)
+    # on the device the group's backend reduces: the CPU under gloo, the rank's GPU under NCCL (no CPU collectives)
+    totals = torch.tensor([float(sum(scores)), float(len(scores))], dtype=torch.float64, device=collective_device())
     dist.all_reduce(totals)
     total, count = totals.tolist()
     if count == 0:
