@@ -56,3 +56,39 @@ def test_no_sentence_promises_nccl_unconditionally() -> None:
     for text in sources:
         assert not re.search(r"runs (unchanged )?(under `torchrun` )?on a cluster with NCCL", flat(text))
     assert "NCCL has no CPU collectives" in flat(README)
+
+
+def test_overlap_targets_are_stated_against_the_real_bound() -> None:
+    """Erratum 4: over N batches a two-stage pipeline reaches at most 2N / (N + 1), never 2x."""
+    from grader.checks import ex09_device_prefetcher as checks
+
+    assert checks.PERFECT_OVERLAP == pytest.approx(2 * checks.TIMED_BATCHES / (checks.TIMED_BATCHES + 1))
+    assert checks.OVERLAP_TARGET < checks.PERFECT_OVERLAP
+    texts = {"notebook 07": notebook_text("07_feeding_the_gpu"),
+             "ex09 grader": (REPO_ROOT / "grader" / "test_ex09_device_prefetcher.py").read_text(),
+             "ex09 checks": (REPO_ROOT / "grader" / "checks" / "ex09_device_prefetcher.py").read_text()}
+    for where, text in texts.items():
+        assert not re.search(r"perfect overlap (would be|is) 2x", flat(text).replace("# ", "")), where
+    assert "24/13 = 1.85x" in flat(texts["notebook 07"]) and "16/9 = 1.78x" in flat(texts["notebook 07"])
+
+
+@pytest.mark.parametrize(("path", "timed"), [("hardware", True), ("software", False), (None, False)])
+def test_ex10_times_only_where_nvjpeg_has_its_hardware_decoder(monkeypatch, path, timed) -> None:
+    """Section 2: torchvision batches JPEGs only on nvJPEG's hardware backend; the 2x target was set there."""
+    from grader.checks import ex10_gpu_decode as checks
+    from loaderlab import device
+
+    monkeypatch.setattr(device, "nvjpeg_path", lambda index=None: (path, "said by the probe"))
+    reason = checks.no_hardware_decoder_reason()
+    assert (reason is None) == timed
+    if not timed:
+        assert "said by the probe" in reason and "hardware decoder" in reason
+
+
+def test_the_decoder_description_does_not_promise_a_batch_on_every_gpu() -> None:
+    """Section 2: 'nvJPEG decodes the whole batch in one call' holds on the hardware decoder only."""
+    texts = [notebook_text("07_feeding_the_gpu"), (REPO_ROOT / "exercises" / "ex10_gpu_decode.py").read_text(),
+             (REPO_ROOT / "loaderlab" / "device.py").read_text()]
+    for text in texts:
+        assert not re.search(r"nvJPEG\)?:? the whole batch (at once|in one call)", flat(text))
+        assert not re.search(r"nvJPEG decodes a whole list of JPEGs in one call", flat(text))

@@ -39,9 +39,14 @@ BATCH = 16                 # 40 samples: batches of 16, 16 and a partial 8
 # for it.
 CUDA_ONLY = ("device_decode_beats_cpu_workers",)
 TIMED_BATCH, TIMED_WORKERS = 64, 2
-# nvJPEG decodes a batch of these 300-600 px JPEGs far faster than two CPU workers with JPEG draft mode. Measured on
-# an NVIDIA H100 80GB HBM3 (16 cores, torch 2.11, torchvision 0.26, 2026-11-22): the solution 5.20x, 3.26x, 4.25x,
-# 4.74x the exercise-04 loader with the same two workers; the planted ex10_decodes_on_the_host 0.57x, 0.60x.
+# nvJPEG's hardware decoder (A100/H100 class) decodes a batch of these 300-600 px JPEGs far faster than two CPU
+# workers with JPEG draft mode. Measured on an NVIDIA H100 80GB HBM3, which has that decoder (16 cores, 2 workers
+# each although 16 cores were free, 400 images in batches of 64, torch 2.11, torchvision 0.26, 2026-11-22): the
+# solution 5.20x, 3.26x, 4.25x, 4.74x the exercise-04 loader; the planted ex10_decodes_on_the_host 0.57x, 0.60x.
+# Against the exercise-04 loader with a worker per core the solution has not been measured.
+# On a GPU without the hardware engine torchvision falls back to decoding one image at a time, Huffman decoding on
+# the host (loaderlab.device.nvjpeg_path): the target was never calibrated there, so the timed check is skipped with
+# that reason (docs/gpu-measurements-owed.md).
 DEVICE_DECODE_TARGET = 2.0
 NOT_A_JPEG = b"<html><body><h1>404 Not Found</h1>The image was removed.</body></html>\n"
 
@@ -162,6 +167,26 @@ def _jpeg(size: tuple[int, int] = (300, 400)) -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", size, (30, 120, 200)).save(buffer, format="JPEG")
     return buffer.getvalue()
+
+
+def no_hardware_decoder_reason() -> str | None:
+    """Why the timed check cannot hold its target here (None on a GPU with nvJPEG's hardware decoder)."""
+    from loaderlab.device import HARDWARE, nvjpeg_path
+
+    path, why = nvjpeg_path()
+    if path == HARDWARE:
+        return None
+    return (f"the {DEVICE_DECODE_TARGET}x target was calibrated on a GPU with nvJPEG's hardware decoder (an H100), "
+            f"which decodes a batch at once; here {why}, so the target does not apply: not timed")
+
+
+def skip_without_hardware_decoder() -> None:
+    """For the grader's test file: skip the timed check, with the reason, where nvJPEG has no hardware decoder."""
+    import pytest
+
+    reason = no_hardware_decoder_reason()
+    if reason:
+        pytest.skip(reason)
 
 
 def _skipped_without_cuda(ex: ModuleType, check: str) -> bool:
@@ -367,6 +392,10 @@ def device_decode_beats_cpu_workers(ex: ModuleType) -> Comparison | None:
 
     gpu_decode_loader = require(ex, "gpu_decode_loader")
     device = torch.device("cuda")
+    reason = no_hardware_decoder_reason()
+    if reason is not None:
+        print(f"device_decode_beats_cpu_workers: {reason}")
+        return None
     count = min(400, len(list_samples(dataset_dir() / "train")))
     with _shards(count) as (shard_dir, samples):
         root = shard_dir.parent / "train"
