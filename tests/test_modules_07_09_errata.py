@@ -92,3 +92,19 @@ def test_the_decoder_description_does_not_promise_a_batch_on_every_gpu() -> None
     for text in texts:
         assert not re.search(r"nvJPEG\)?:? the whole batch (at once|in one call)", flat(text))
         assert not re.search(r"nvJPEG decodes a whole list of JPEGs in one call", flat(text))
+
+
+def test_the_league_share_is_not_called_conservative() -> None:
+    """Erratum 5: ex04 decodes in draft mode, less work than the ceiling's full decode: the share flatters ex04."""
+    league = flat(README[README.index("## The league table"):])
+    assert "conservative share" not in league
+    assert "flatters ex04" in league
+
+
+def test_notebook_08_states_what_storing_the_resize_costs() -> None:
+    """Erratum 6: with RESIZE = 72 and IMAGE_SIZE = 64 a stored square is 1.27 times the crop, not 'a few times'."""
+    from loaderlab.training import IMAGE_SIZE, RESIZE
+
+    text = flat(notebook_text("08_capstone"))
+    assert "a few times the bytes" not in text
+    assert f"{RESIZE**2 / IMAGE_SIZE**2:.2f}x" in text and "long side" in text
