@@ -108,3 +108,29 @@ def test_notebook_08_states_what_storing_the_resize_costs() -> None:
     text = flat(notebook_text("08_capstone"))
     assert "a few times the bytes" not in text
     assert f"{RESIZE**2 / IMAGE_SIZE**2:.2f}x" in text and "long side" in text
+
+
+def _tensors_made_from_numbers(monkeypatch, run) -> int:
+    """How many times `run()` builds a tensor from Python numbers (torch.tensor / torch.as_tensor)."""
+    made = []
+    for name in ("tensor", "as_tensor"):
+        original = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda *a, _original=original, **k: made.append(1) or _original(*a, **k))
+    run()
+    monkeypatch.undo()
+    return len(made)
+
+
+def test_normalisation_builds_mean_and_std_once_per_device(monkeypatch) -> None:
+    """Section 2: mean and std built from Python numbers for every batch are a blocking copy per batch on a GPU."""
+    from loaderlab.pitfalls import mean_std_on, uint8_to_normalised
+    from loaderlab.training import MEAN, STD
+    from solutions.ex11_training_script import to_model_input
+
+    images = torch.randint(0, 256, (2, 3, 4, 4), dtype=torch.uint8)
+    uint8_to_normalised(images, MEAN, STD), to_model_input(images, "cpu")  # the first batch may build them
+    assert _tensors_made_from_numbers(monkeypatch, lambda: uint8_to_normalised(images, MEAN, STD)) == 0
+    assert _tensors_made_from_numbers(monkeypatch, lambda: to_model_input(images, "cpu")) == 0
+    assert mean_std_on("cpu", MEAN, STD)[0] is mean_std_on(torch.device("cpu"), list(MEAN), STD)[0]
+    expected = (images.double() / 255 - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
+    assert torch.allclose(to_model_input(images, "cpu").double(), expected, atol=1e-5)
