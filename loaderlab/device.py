@@ -1,6 +1,6 @@
 """Feeding an accelerator: which device there is, the one JPEG-decoder adapter, and measuring copies and overlap.
 
-- Devices: `default_device`, `cuda_missing_reason`, `describe_device`.
+- Devices: `default_device`, `synchronize` (whatever the accelerator), `cuda_missing_reason`, `describe_device`.
 - Decoding: `decode_jpegs(data, device)` decodes a list of JPEGs in one call, on the device where the
   installed packages allow it (nvJPEG through torchvision on CUDA: one batch only on GPUs with the hardware JPEG
   engine, one image after another elsewhere, `nvjpeg_path` says which), and `jpeg_decoder(device)` says which
@@ -62,6 +62,20 @@ def default_device() -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def synchronize(device: torch.device | str | None = None) -> None:
+    """Wait until `device` (an accelerator: CUDA, MPS, ...) has finished the work queued so far; nothing on the CPU.
+
+    Timing accelerator work without it times the launches, not the work."""
+    device = torch.device(device) if device is not None else default_device()
+    if device.type == "cpu":
+        return
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "synchronize"):
+        accelerator.synchronize(device)
+    else:  # a torch older than torch.accelerator
+        getattr(torch, device.type).synchronize()
 
 
 def cuda_missing_reason() -> str | None:

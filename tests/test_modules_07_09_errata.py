@@ -134,3 +134,30 @@ def test_normalisation_builds_mean_and_std_once_per_device(monkeypatch) -> None:
     assert mean_std_on("cpu", MEAN, STD)[0] is mean_std_on(torch.device("cpu"), list(MEAN), STD)[0]
     expected = (images.double() / 255 - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
     assert torch.allclose(to_model_input(images, "cpu").double(), expected, atol=1e-5)
+
+
+def test_synchronize_waits_for_any_accelerator(monkeypatch) -> None:
+    """Section 2 (macOS): notebook 07's best_of synchronised CUDA only, so MPS figures timed launches, not work."""
+    from loaderlab import device
+
+    waited = []
+    monkeypatch.setattr(torch.accelerator, "synchronize", lambda d=None: waited.append(torch.device(d).type))
+    device.synchronize("mps")
+    device.synchronize("cpu")
+    assert waited == ["mps"]
+    text = notebook_text("07_feeding_the_gpu")
+    best_of = text[text.index("def best_of"):text.index("def skipped")]
+    assert "dev.synchronize(DEVICE)" in best_of and "torch.cuda.synchronize" not in best_of
+    assert 'WHERE = "GPU" if CUDA else "CPU"' not in text and '"mps"' in text
+
+
+def test_notebook_07_says_where_pinning_and_non_blocking_wait() -> None:
+    """Section 2: the pin thread exists only with workers; pinning belongs in the loader; a pageable non_blocking copy
+    may wait for the stream; record_stream has an alternative; the 85% line is the course's own."""
+    text = flat(notebook_text("07_feeding_the_gpu"))
+    assert "With workers (`num_workers > 0`), `DataLoader(pin_memory=True)`" in text
+    assert "with `num_workers=0` the main thread pins" in text
+    assert "up to twice as slow" in text and "only if it defines its own `pin_memory()`" in text
+    assert "may first synchronise with the stream" in text
+    assert "must be recorded with `tensor.record_stream(other)`" not in text
+    assert "a common readiness line" not in text and "course's own rule of thumb" in text
