@@ -161,3 +161,29 @@ def test_notebook_07_says_where_pinning_and_non_blocking_wait() -> None:
     assert "may first synchronise with the stream" in text
     assert "must be recorded with `tensor.record_stream(other)`" not in text
     assert "a common readiness line" not in text and "course's own rule of thumb" in text
+
+
+def test_persistent_workers_replay_epoch_zero_unless_the_epoch_is_shared() -> None:
+    """Section 3: with persistent_workers=True, set_epoch on a dataset that holds its sampler never reaches the
+    workers' copies; a shared value does."""
+    from loaderlab import ranks_lab
+
+    got = ranks_lab.persistent_epochs_on_rank(0, 1, 8, 2, 1, 3, 0)
+    assert len({tuple(order) for order in got["expected"]}) == 3
+    assert got["fresh workers every epoch"] == got["expected"]
+    assert got["persistent workers"] == [got["expected"][0]] * 3
+    assert got["persistent workers, epoch in a shared value"] == got["expected"]
+    text = flat(notebook_text("09_beyond_one_machine"))
+    assert "ranks_lab.persistent_epochs_on_rank" in text and "`persistent_workers=True`" in text
+
+
+def test_evaluation_shares_are_qualified() -> None:
+    """Section 2: uneven evaluation shares are harmless for a plain model only, not for sharded models or a forward
+    through the DDP wrapper; with N < W a rank gets nothing."""
+    text = flat(notebook_text("09_beyond_one_machine"))
+    hint = flat((REPO_ROOT / "grader" / "hints" / "ex12_distributed_epochs.toml").read_text())
+    for where in (text, hint):
+        assert "FSDP" in where and "unwrapped module" in where
+    assert "N < W" in text
+    assert "Either canonical or physical nodes must be a multiple of the other" in text
+    assert "five numbers" in text and "join()" in text and "split_dataset_by_node" in text
