@@ -484,7 +484,9 @@ def copies_are_asynchronous_from_pinned_memory(ex: ModuleType) -> None:
     assert not pageable, (
         f"{setting}: batches {pageable} were copied from pageable (ordinary) memory. A copy from pageable memory is "
         "not asynchronous even with non_blocking=True: CUDA first copies it into a pinned staging buffer on the host "
-        "thread, which waits. Pin the batch first (tensor.pin_memory(), or a DataLoader with pin_memory=True).")
+        "thread, which waits (and may first wait for the stream's queued work). These batches arrived unpinned, so "
+        "pin them in the prefetcher, as a fallback (tensor.pin_memory()); batches that arrive pinned (a DataLoader "
+        "with pin_memory=True pins them on its own thread, off the training thread) are used as they are.")
     blocking = sorted({move.batch for move in watch.moves if not move.non_blocking})
     assert not blocking, (
         f"{setting}: batches {blocking} were copied with non_blocking=False: the host waits for each copy to end, so "
@@ -502,7 +504,7 @@ def no_race_under_cuda_sanitizer(ex: ModuleType) -> None:
     from torch.cuda import _sanitizer
 
     device = torch.device("cuda")
-    source = _batches((16,) * 8, shape=(3, 64, 64))
+    source = _batches((16,) * 8, shape=(3, 64, 64), pinned=True)  # as DataLoader(pin_memory=True) hands them over
     setting = "DevicePrefetcher(loader, 'cuda', depth=2) under PyTorch's CUDA sanitizer (TORCH_CUDA_SANITIZER)"
 
     def run() -> None:
@@ -536,7 +538,7 @@ def buffers_outlive_the_compute_that_reads_them(ex: ModuleType) -> None:
     from loaderlab.device import cuda_sleep_cycles
 
     device = torch.device("cuda")
-    source = _batches((32,) * 10, shape=(3, 96, 96), seed=5)
+    source = _batches((32,) * 10, shape=(3, 96, 96), seed=5, pinned=True)  # as DataLoader(pin_memory=True) does
     mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float64).view(1, 3, 1, 1)
     std = torch.tensor(IMAGENET_STD, dtype=torch.float64).view(1, 3, 1, 1)
     expected = [((images.double() / 255 - mean) / std).sum(dim=(1, 2, 3)) for images, _ in source]
