@@ -187,3 +187,18 @@ def test_evaluation_shares_are_qualified() -> None:
     assert "N < W" in text
     assert "Either canonical or physical nodes must be a multiple of the other" in text
     assert "five numbers" in text and "join()" in text and "split_dataset_by_node" in text
+
+
+def test_gpu_figures_the_text_needs_are_owed_until_measured() -> None:
+    """Section 5: what only a GPU can settle is listed with its command; notebook 07's new GPU rows are among them."""
+    owed = flat((REPO_ROOT / "docs" / "gpu-measurements-owed.md").read_text())
+    reference = json.loads((REPO_ROOT / "notebooks" / "reference" / "07_nvidia-h100-80gb-hbm3.json").read_text())
+    new_rows = ["copy a uint8 batch: plain / pin here + copy / pinned by the loader, ms",
+                "non_blocking 1 MB behind 50 ms queued, pageable / pinned, ms",
+                "ex09: prefetcher vs copy-then-compute, matmul step", "nvJPEG path",
+                "ex10: device decode vs a CPU worker per core", "ex10: levels from the reference crop, mean / worst"]
+    for row in new_rows:
+        assert row in notebook_text("07_feeding_the_gpu")
+        assert row in reference["figures"] or row in owed, f"{row!r}: neither measured nor owed"
+    for needed in ("ResNet-18", "nvjpeg_path", "exact_mean", "16-core", "matmul", "alternative"):
+        assert needed in owed
