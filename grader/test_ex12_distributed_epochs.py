@@ -10,8 +10,9 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 
 @pytest.mark.step(1, "one epoch split")
 def test_evaluation_covers_every_sample_once(grade):
-    """Evaluation: the ranks' shares hold every index of range(N) exactly once (no padding), for N that divides by
-    world_size and N that does not, more ranks than samples, and N = 0; len(sampler) counts what it yields."""
+    """Evaluation: the ranks' shares hold every index of range(N) exactly once (no padding) and differ by at most one
+    sample, for N that divides by world_size and N that does not, more ranks than samples, and N = 0; len(sampler)
+    counts what it yields."""
     grade()
 
 

@@ -189,6 +189,12 @@ def evaluation_covers_every_sample_once(ex: ModuleType) -> None:
             f"{where}: " + (f"indices {missing[:5]} never come out ({len(missing)} missing)" if missing else
                             f"indices {outside[:5]} are outside range(0, {dataset_size})")
             + ": the ranks' shares must add up to range(dataset_size) exactly, the tail that does not divide included.")
+        sizes = [len(share) for share in shares]
+        assert max(sizes) - min(sizes) <= 1, (
+            f"{where}: the ranks' shares hold {sizes} samples, which must differ by at most one sample: otherwise "
+            "some ranks sit idle while another scores most of the split, and evaluation takes as long as on one "
+            "process. Deal the indices round-robin (range(rank, dataset_size, world_size)), or in contiguous blocks "
+            "whose sizes differ by at most one.")
 
 
 def training_ranks_get_equal_batch_counts(ex: ModuleType) -> None:
