@@ -57,6 +57,14 @@ def test_stream_keeps_the_order_for_any_worker_count(grade):
     grade()
 
 
+@pytest.mark.step(3, "workers")
+@pytest.mark.timeout_s(120)
+def test_stream_set_epoch_reaches_persistent_workers(grade):
+    """A DataLoader over WorkerSplitStream(sampler, 3) with 2 persistent workers (persistent_workers=True), with
+    stream.set_epoch(e) before each of 3 epochs, gives each epoch in that epoch's order: not epoch 0 again."""
+    grade()
+
+
 @pytest.mark.step(4, "bad input")
 def test_bad_input_gets_a_clear_error(grade):
     """A rank of 2 or -1 for world_size=2, world_size=0 or dataset_size=-1 raises ValueError when the sampler is made
