@@ -202,3 +202,19 @@ def test_gpu_figures_the_text_needs_are_owed_until_measured() -> None:
         assert row in reference["figures"] or row in owed, f"{row!r}: neither measured nor owed"
     for needed in ("ResNet-18", "nvjpeg_path", "exact_mean", "16-core", "matmul", "alternative"):
         assert needed in owed
+
+
+def test_the_seeding_rule_says_when_each_source_is_right() -> None:
+    """Section 2: the checklist ruled out the worker's generator that the capstone's answer uses; it now says when each
+    is right."""
+    checklist = flat((REPO_ROOT / "notebooks" / "readiness_checklist.md").read_text())
+    assert "(seed, epoch, sample index), not from the worker" not in checklist
+    assert "same number of workers" in checklist and "resume exactly" in checklist
+    assert "same number of workers" in flat(notebook_text("08_capstone"))
+
+
+def test_notebook_04b_on_custom_batches_and_windows_pip() -> None:
+    """Section 2, smaller items: a custom batch is pinned only through its pin_memory(); .venv/bin/pip is not Windows."""
+    text = flat(notebook_text("04b_datasets_batches_augmentation"))
+    assert "`.venv/bin/pip" not in text and "python -m pip install albumentations" in text
+    assert "through its own `pin_memory()`" in text
