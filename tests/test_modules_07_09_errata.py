@@ -218,3 +218,14 @@ def test_notebook_04b_on_custom_batches_and_windows_pip() -> None:
     text = flat(notebook_text("04b_datasets_batches_augmentation"))
     assert "`.venv/bin/pip" not in text and "python -m pip install albumentations" in text
     assert "through its own `pin_memory()`" in text
+
+
+def test_a_resumed_job_augments_differently_unless_draws_come_from_the_index() -> None:
+    """Section 3: a new DataLoader's worker base seed comes from the global generator, so a restarted job augments
+    the rest of the epoch differently; draws from (seed, epoch, index) do not change."""
+    from loaderlab import resume_lab
+
+    by_worker = resume_lab.augmentation_after_resume(16, 2, 1, 0, 2, 8, "worker")
+    by_index = resume_lab.augmentation_after_resume(16, 2, 1, 0, 2, 8, "index")
+    assert by_worker["compared"] == by_index["compared"] == 8
+    assert by_worker["differ"] > 0 and by_index["differ"] == 0
