@@ -40,13 +40,15 @@ class DevicePrefetcher:
     - what crosses to the device is the uint8 batch: convert after `.to(device)`, never before.
       Call `.to(device)` on every device (on the CPU it is a no-op), so one code path serves all;
     - when batch k is handed over, batches k+1 .. k+depth-1 have already been taken from `loader`
-      and their copies issued (depth=1: no look-ahead), and no more than that;
+      and their copies issued (depth=1: no look-ahead), and at most one batch more than that;
     - an exception raised by `loader` reaches the caller (same type and message) after the batches
       before it; `close()` (or leaving a `with` block) stops: it closes the loader's iterator (a
       DataLoader's worker processes stop) and leaves nothing running;
     - on CUDA: the copy runs on a side stream (`torch.cuda.Stream`), from pinned memory, with
-      `non_blocking=True`; the caller's stream waits for it before using a batch; every tensor
-      handed over is protected from reuse until the caller's stream is done with it.
+      `non_blocking=True`: a batch that arrives pinned (a DataLoader with pin_memory=True pins on its
+      own thread) is copied as it is, and one that arrives unpinned is pinned here, as a fallback; the
+      caller's stream waits for it before using a batch; every tensor handed over is protected from
+      reuse until the caller's stream is done with it.
     """
 
     def __init__(self, loader: Iterable[Batch], device: torch.device | str, depth: int = 2,

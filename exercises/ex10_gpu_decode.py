@@ -3,8 +3,9 @@
 `gpu_decode_loader(shard_dir, batch_size, device, num_workers)` yields batches of uint8
 (N, 3, 224, 224) centre crops and int64 labels on `device`. DataLoader workers only read the shards
 (bytes, cheap to send between processes); each batch is decoded in ONE call of
-`loaderlab.device.decode_jpegs` (nvJPEG on a CUDA GPU: the whole batch at once; the CPU's decoder
-elsewhere), then resized and centre-cropped where it was decoded. Without a GPU the same code runs
+`loaderlab.device.decode_jpegs` (nvJPEG on a CUDA GPU: one batch on a GPU with the hardware JPEG engine,
+A100/H100 class, one image after another with Huffman decoding on the host elsewhere; the CPU's decoder
+without a GPU), then resized and centre-cropped where it was decoded. Without a GPU the same code runs
 on the CPU: right, but not fast (one process decodes); it pays where a device decodes.
 
 The shards are module 06's tar shards, written and read with the course's own `loaderlab.tar_shards`
@@ -16,7 +17,8 @@ partial batch kept, bytes and labels unchanged; pixels within 2.0 levels on aver
 of `loaderlab.images.reference_crop`; one decode call per batch, in this process; `num_workers` worker
 processes; clear errors for a missing folder, a truncated shard and a sample that is not a JPEG; nothing
 left running. Then, on a CUDA GPU only, the speed against an exercise-04-style CPU loader with the same
-workers (skipped, with the reason, elsewhere).
+workers (skipped, with the reason, elsewhere, and on a GPU without nvJPEG's hardware decoder, where the
+target was never calibrated).
 Grade: `pytest grader/test_ex10_gpu_decode.py`. Hints: `make hint EX=ex10`.
 """
 
@@ -76,8 +78,8 @@ def decode_batch(jpegs: Sequence[bytes], device: torch.device | str, names: Sequ
 
     `names` (the samples' keys) go to `decode_jpegs`, which names a sample that does not decode.
     """
-    # TODO(ex10c): one decode_jpegs call for the whole list (nvJPEG decodes a list far faster than one
-    # image per call), then resize_center_crop each image (they differ in size, so they cannot be
+    # TODO(ex10c): one decode_jpegs call for the whole list (nvJPEG's hardware decoder decodes a list far
+    # faster than one image per call; without it the call is the same), then resize_center_crop each image (they differ in size, so they cannot be
     # stacked before) and stack the crops.
     raise NotImplementedError("TODO(ex10c) in exercises/ex10_gpu_decode.py: decode_batch")
 

@@ -12,7 +12,8 @@ Build it in steps; the grader reports each one:
   2. real ranks (TODO ex12c): exact_mean and the sampler, run on 2 and 3 ranks joined by gloo on
      127.0.0.1 (`loaderlab.distributed.run_ranks`), with a time limit: a rank that waits in a
      collective forever is reported as hung;
-  3. workers (TODO ex12d): WorkerSplitStream keeps the sampler's order for any number of workers (0, 2, 3);
+  3. workers (TODO ex12d, ex12e): WorkerSplitStream keeps the sampler's order for any number of workers
+     (0, 2, 3), and its set_epoch reaches workers that persist across epochs (persistent_workers=True);
   4. bad input: a rank outside [0, world_size), a world_size below 1 or a negative dataset_size is refused
      (graded on what step 1 built).
 Grade: `pytest grader/test_ex12_distributed_epochs.py`. Hints: `make hint EX=ex12`.
@@ -84,10 +85,19 @@ class WorkerSplitStream(IterableDataset):
     With workers, a DataLoader asks each worker for its own copy of this stream and hands out their batches
     in turn: worker 0's first batch, worker 1's first, ..., then worker 0's second. Every index must come out
     once, and the batches in the order a loader without workers gives them.
+
+    `stream.set_epoch(epoch)` makes the next pass follow that epoch's order in every process that iterates the
+    stream. With `persistent_workers=True` the workers live across epochs and keep the copy of the stream they
+    were started with, so what `set_epoch` changes in this process's copy never reaches them by itself.
     """
 
     def __init__(self, sampler: DistributedEpochSampler, batch_size: int) -> None:
         self.sampler, self.batch_size = sampler, batch_size
+        # TODO(ex12e) [step 3]: whatever set_epoch needs so that workers started earlier see the new epoch.
+
+    def set_epoch(self, epoch: int) -> None:
+        # TODO(ex12e) [step 3]: set the sampler's epoch here, and make it reach workers that already hold their copy.
+        raise NotImplementedError("TODO(ex12e) [step 3] in exercises/ex12_distributed_epochs.py: WorkerSplitStream.set_epoch")
 
     def __iter__(self) -> Iterator[int]:
         # TODO(ex12d) [step 3]: in worker w of n (get_worker_info(); None in the main process), yield the indices of

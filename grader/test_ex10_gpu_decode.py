@@ -4,6 +4,8 @@ reason, elsewhere)."""
 
 import pytest
 
+from grader.checks.ex10_gpu_decode import skip_without_hardware_decoder
+
 EXERCISE = "ex10_gpu_decode"
 pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make test`
 
@@ -50,6 +52,9 @@ def test_bad_shards_raise_clear_errors(grade):
 @pytest.mark.timeout_s(300)
 @pytest.mark.cuda_only
 def test_device_decode_beats_cpu_workers(grade):
-    """CUDA: with 2 workers each, decoding on the GPU gives at least 2x the images/s of a CPU loader doing
-    exercise 04's work in its workers (`loaderlab.baselines.draft_crop_loader`)."""
+    """CUDA with nvJPEG's hardware decoder: with 2 workers each, decoding on the GPU gives at least 2x the images/s of
+    a CPU loader doing exercise 04's work in its workers (`loaderlab.baselines.draft_crop_loader`; the solution
+    measured 3.3x to 5.2x against the exercise-04 solution's loader on an NVIDIA H100, 16 cores, 400 images, in four
+    runs). Skipped, with the reason, on a GPU without the hardware decoder: not calibrated there."""
+    skip_without_hardware_decoder()
     grade()

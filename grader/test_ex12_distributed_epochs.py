@@ -10,8 +10,9 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 
 @pytest.mark.step(1, "one epoch split")
 def test_evaluation_covers_every_sample_once(grade):
-    """Evaluation: the ranks' shares hold every index of range(N) exactly once (no padding), for N that divides by
-    world_size and N that does not, more ranks than samples, and N = 0; len(sampler) counts what it yields."""
+    """Evaluation: the ranks' shares hold every index of range(N) exactly once (no padding) and differ by at most one
+    sample, for N that divides by world_size and N that does not, more ranks than samples, and N = 0; len(sampler)
+    counts what it yields."""
     grade()
 
 
@@ -53,6 +54,14 @@ def test_exact_mean_over_real_ranks(grade):
 def test_stream_keeps_the_order_for_any_worker_count(grade):
     """A DataLoader over WorkerSplitStream(sampler, 3) gives the sampler's indices once each, in the sampler's order
     and batches, with 0, 2 and 3 workers."""
+    grade()
+
+
+@pytest.mark.step(3, "workers")
+@pytest.mark.timeout_s(120)
+def test_stream_set_epoch_reaches_persistent_workers(grade):
+    """A DataLoader over WorkerSplitStream(sampler, 3) with 2 persistent workers (persistent_workers=True), with
+    stream.set_epoch(e) before each of 3 epochs, gives each epoch in that epoch's order: not epoch 0 again."""
     grade()
 
 

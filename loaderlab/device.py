@@ -1,8 +1,9 @@
 """Feeding an accelerator: which device there is, the one JPEG-decoder adapter, and timing on CUDA.
 
-- Devices: `default_device`, `cuda_missing_reason`, `describe_device`.
+- Devices: `default_device`, `synchronize` (whatever the accelerator), `cuda_missing_reason`, `describe_device`.
 - Decoding: `decode_jpegs(data, device)` decodes a list of JPEGs in one call, on the device where the
-  installed packages allow it (nvJPEG through torchvision on CUDA), and `jpeg_decoder(device)` says which
+  installed packages allow it (nvJPEG through torchvision on CUDA: one batch only on GPUs with the hardware JPEG
+  engine, one image after another elsewhere, `nvjpeg_path` says which), and `jpeg_decoder(device)` says which
   decoder that is. Module 07's exercises decode only through it, so a torchvision release that drops its
   decoders changes this file alone.
 - Timing on CUDA (module 07's graders): CUDA-event timing, a sleep kernel of a chosen length, `compare_on_cuda`.
@@ -45,6 +46,20 @@ def default_device() -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def synchronize(device: torch.device | str | None = None) -> None:
+    """Wait until `device` (an accelerator: CUDA, MPS, ...) has finished the work queued so far; nothing on the CPU.
+
+    Timing accelerator work without it times the launches, not the work."""
+    device = torch.device(device) if device is not None else default_device()
+    if device.type == "cpu":
+        return
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "synchronize"):
+        accelerator.synchronize(device)
+    else:  # a torch older than torch.accelerator
+        getattr(torch, device.type).synchronize()
 
 
 def cuda_missing_reason() -> str | None:
@@ -108,6 +123,60 @@ def _torchvision_decodes_on(device_type: str) -> bool:
     return True
 
 
+# nvjpeg.h: nvjpegBackend_t NVJPEG_BACKEND_HARDWARE = 3; nvjpegStatus_t SUCCESS = 0, ARCH_MISMATCH = 7.
+NVJPEG_BACKEND_HARDWARE, NVJPEG_STATUS_SUCCESS, NVJPEG_STATUS_ARCH_MISMATCH = 3, 0, 7
+HARDWARE, SOFTWARE = "hardware", "software"
+
+
+def _loaded_nvjpeg() -> str | None:
+    """The path of the libnvjpeg this process has loaded (torchvision's image extension links it), or a soname."""
+    try:
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            if "libnvjpeg" in line and "/" in line:
+                return line[line.index("/"):].strip()
+    except OSError:  # not Linux: fall back to the loader's search
+        pass
+    import ctypes.util
+
+    return ctypes.util.find_library("nvjpeg")
+
+
+@cache
+def nvjpeg_path(device_index: int | None = None) -> tuple[str | None, str]:
+    """Which path torchvision's CUDA JPEG decoder takes on this GPU: (HARDWARE, why), (SOFTWARE, why) or (None, why).
+
+    torchvision (`decode_jpegs_cuda.cpp`, `CUDAJpegDecoder`) asks nvJPEG for its hardware backend and, on
+    NVJPEG_STATUS_ARCH_MISMATCH (a GPU without the hardware JPEG engine: V100, T4 and most consumer cards), falls back
+    to the default backend, which decodes one image at a time: Huffman decoding on the host, in the calling thread,
+    and a stream synchronisation per image. Only with the hardware engine (A100/H100 class) is a list of baseline
+    JPEGs decoded as one batch. This asks nvJPEG the same question torchvision asks, through the library torchvision
+    loaded; None where that cannot be asked (no CUDA, no nvJPEG found)."""
+    import ctypes
+
+    if not torch.cuda.is_available():
+        return None, "no CUDA GPU"
+    if not _torchvision_decodes_on("cuda"):  # also loads torchvision's image extension, and with it libnvjpeg
+        return None, "this torchvision does not decode JPEGs on CUDA"
+    library = _loaded_nvjpeg()
+    if library is None:
+        return None, "libnvjpeg was not found in this process, so its backends could not be asked"
+    try:
+        nvjpeg = ctypes.CDLL(library)
+    except OSError as err:
+        return None, f"libnvjpeg could not be opened ({err})"
+    handle = ctypes.c_void_p()
+    with torch.cuda.device(device_index if device_index is not None else torch.cuda.current_device()):
+        status = nvjpeg.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, None, None, 0, ctypes.byref(handle))
+        if status == NVJPEG_STATUS_SUCCESS:
+            nvjpeg.nvjpegDestroy(handle)
+    if status == NVJPEG_STATUS_SUCCESS:
+        return HARDWARE, "this GPU has nvJPEG's hardware backend: baseline JPEGs are decoded as one batch"
+    if status == NVJPEG_STATUS_ARCH_MISMATCH:
+        return SOFTWARE, ("no hardware JPEG engine on this GPU (nvJPEG: ARCH_MISMATCH): torchvision decodes one image "
+                          "at a time, Huffman decoding on the host and a stream synchronisation per image")
+    return None, f"nvjpegCreateEx(hardware) returned status {status}, neither success nor ARCH_MISMATCH"
+
+
 def _version(package: str) -> str:
     try:
         from importlib.metadata import version
@@ -129,7 +198,11 @@ def jpeg_decoder(device: torch.device | str | None = None) -> str:
     note = " (deprecated in torchvision 0.29 in favour of TorchCodec; it still works here)" \
         if _at_least("torchvision", 0, 29) else ""
     if device.type == "cuda" and _torchvision_decodes_on("cuda"):
-        return f"{torchvision} on {device} (nvJPEG): the whole batch in one call{note}"
+        path, why = nvjpeg_path(device.index)
+        how = {HARDWARE: "the hardware decoder, the whole batch in one call",
+               SOFTWARE: "no hardware decoder: one image at a time, Huffman decoding on the host"}.get(
+                   path, f"path not known: {why}")
+        return f"{torchvision} on {device} (nvJPEG; {how}){note}"
     if _torchvision_decodes_on("cpu"):
         where = "the CPU" if device.type == "cpu" else f"the CPU, then copied to {device}"
         return f"{torchvision} on {where} (libjpeg-turbo), one image after another{note}"
@@ -158,7 +231,9 @@ def decode_jpegs(data: Sequence[Bytes | torch.Tensor], device: torch.device | st
                  names: Sequence[str] | None = None) -> list[torch.Tensor]:
     """Decode JPEGs (bytes, or 1-D uint8 CPU tensors) to RGB uint8 (3, H, W) tensors on `device`, in one call.
 
-    On CUDA the whole list goes to nvJPEG at once (`torchvision.io.decode_jpeg(list, device=...)`); on the
+    On CUDA the whole list goes to nvJPEG at once (`torchvision.io.decode_jpeg(list, device=...)`), which decodes it
+    as one batch only on a GPU with the hardware JPEG engine and one image after another elsewhere (`nvjpeg_path`;
+    the call returns when the list is decoded either way); on the
     CPU, torchvision's decoder, else Pillow; on other devices (MPS), the CPU decodes and the images are
     copied. `jpeg_decoder(device)` says which. A sample that does not decode raises
     `loaderlab.images.CorruptImage` naming it (`names[i]` where given, else its position).
@@ -206,6 +281,27 @@ def cuda_sleep_cycles(seconds: float, device: torch.device | str | None = None) 
     torch.cuda._sleep(probe)  # warm-up
     elapsed, _ = cuda_seconds(lambda: torch.cuda._sleep(probe), device)
     return max(1, int(probe * seconds / elapsed))
+
+
+def matmul_step(seconds: float, device: torch.device | str | None = None, size: int = 2048) -> Callable[[], None]:
+    """A step that fills the GPU for about `seconds`: repeated products of two `size` x `size` float32 matrices.
+
+    Unlike `torch.cuda._sleep` (one thread on one SM, the rest of the GPU idle), every SM is busy, as under a real
+    model's step: work on a side stream then competes with it, and only the copy engine overlaps for free."""
+    device = torch.device(device) if device is not None else torch.device("cuda")
+    generator = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(size, size, device=device, generator=generator)
+    b = torch.randn(size, size, device=device, generator=generator)
+    out = torch.empty(size, size, device=device)
+    torch.mm(a, b, out=out)  # warm-up: the library's handle and kernel choice
+    one = sorted(cuda_seconds(lambda: torch.mm(a, b, out=out), device)[0] for _ in range(5))[2]
+    repeats = max(1, round(seconds / one))
+
+    def step() -> None:
+        for _ in range(repeats):
+            torch.mm(a, b, out=out)
+
+    return step
 
 
 def compare_on_cuda(baseline: Callable[[], int], candidate: Callable[[], int], *, rounds: int = 5,

@@ -7,7 +7,10 @@ raised. A rank still running at the time limit (typically blocked in a collectiv
 never joins) is reported as hung, with the Python stack it was blocked in where the platform can dump
 it; every rank and every process a rank started is stopped before `run_ranks` returns.
 
-The same function runs unchanged under `torchrun` on a cluster with NCCL: only the launcher differs.
+Under `torchrun` on a cluster the same function runs with another launcher, provided its collectives put their
+tensors where the group's backend can reduce them: NCCL has no CPU collectives, so under `init_process_group("nccl")`
+a tensor must be on the rank's GPU (`collective_device()` says where; a group made with
+`backend="cpu:gloo,cuda:nccl"` takes CPU tensors too). Nothing in this course runs NCCL: that is not measured here.
 `function` must be importable by name (a top-level function of a `.py` module) wherever the start
 method is spawn or forkserver.
 """
@@ -85,6 +88,33 @@ def values(results: Sequence[RankResult]) -> list[Any]:
     if not all(r.ok for r in results):
         raise RanksFailed(results)
     return [r.value for r in results]
+
+
+# Backends that reduce device tensors only, and the device type they need (torch.distributed "Backends" table:
+# NCCL has no CPU collectives).
+DEVICE_ONLY_BACKENDS = {"nccl": "cuda", "xccl": "xpu"}
+
+
+def collective_device(group: Any = None) -> Any:
+    """The device a tensor must be on for a collective of `group` (the default group when None).
+
+    The CPU under gloo, MPI or a group that pairs a CPU backend ("cpu:gloo,cuda:nccl"); the rank's current GPU under
+    a backend with no CPU collectives (NCCL: `torch.device("cuda", torch.cuda.current_device())`).
+    """
+    import torch
+    import torch.distributed as dist
+
+    backend = str(dist.get_backend(group)).lower()
+    if ":" in backend:  # "cpu:gloo,cuda:nccl": one backend per device type
+        device_types = [pair.split(":")[0].strip() for pair in backend.split(",")]
+        if "cpu" in device_types:
+            return torch.device("cpu")
+        device_type = device_types[0]
+    else:
+        device_type = DEVICE_ONLY_BACKENDS.get(backend)
+        if device_type is None:
+            return torch.device("cpu")
+    return torch.device(device_type, getattr(torch, device_type).current_device())
 
 
 def loopback_interface() -> str | None:

@@ -5,8 +5,8 @@ Design choices:
   DataLoader workers, each worker its own shards in written order, and hands back bytes, never pixels;
 - the workers' chunks are cut into batches in this process, so every batch is full except the last, even
   though each worker ends on a partial chunk of its own;
-- each batch is decoded in ONE call of `loaderlab.device.decode_jpegs` (nvJPEG on a CUDA GPU, the CPU's
-  decoder elsewhere), then every image is resized (short side 256, antialiased bilinear) and centre-cropped
+- each batch is decoded in ONE call of `loaderlab.device.decode_jpegs` (nvJPEG on a CUDA GPU, batched on
+  the hardware decoder only, see `loaderlab.device.nvjpeg_path`; the CPU's decoder elsewhere), then every image is resized (short side 256, antialiased bilinear) and centre-cropped
   to 224 where it was decoded, and the batch is stacked there as uint8 (N, 3, 224, 224);
 - a sample that does not decode raises an error naming its key (the adapter names it), never a silent skip;
 - the decoder is called as `loaderlab.device.decode_jpegs`, through its module, so that the grader's count of its

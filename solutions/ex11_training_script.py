@@ -30,6 +30,7 @@ from torch.utils.data import DataLoader, Dataset
 from loaderlab.images import DECODE_ERRORS, CorruptImage, decode_failure_reason, list_samples
 from loaderlab.machine import usable_cores
 from loaderlab.paths import active_profile, dataset_dir
+from loaderlab.pitfalls import mean_std_on
 from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD, WARMUP_BATCHES, EpochRecord,
                                 SmallCNN, TrainingRun, epochs_for, make_optimizer, seed_everything, train_step)
 
@@ -117,8 +118,7 @@ def to_model_input(images: torch.Tensor, device: torch.device | str) -> torch.Te
     """A uint8 (N, 3, S, S) batch as float32 on `device`, scaled to 0..1 and normalised by MEAN and STD."""
     device = torch.device(device)
     images = images.to(device, non_blocking=images.is_pinned())
-    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+    mean, std = mean_std_on(device, MEAN, STD)  # made once per device: built per batch, a blocking copy each time
     return images.float().div_(255).sub_(mean).div_(std)
 
 

@@ -8,16 +8,21 @@
   so every rank yields N // world_size samples and runs the same number of steps; the dropped samples
   change with the permutation, so none is left out for good;
 - `WorkerSplitStream` hands batch i of the rank's epoch to DataLoader worker i % workers, so the
-  DataLoader's round-robin over workers gives back the sampler's order for any number of workers.
+  DataLoader's round-robin over workers gives back the sampler's order for any number of workers; its
+  `set_epoch` also writes the epoch into a value in shared memory, which every pass reads first, so workers
+  that persist across epochs (each holding the copy of the stream it started with) follow it too.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator, Sequence
 
 import torch
 import torch.distributed as dist
 from torch.utils.data import IterableDataset, Sampler, get_worker_info
+
+from loaderlab.distributed import collective_device
 
 TRAINING_POLICY = "drop"
 
@@ -56,7 +61,8 @@ class DistributedEpochSampler(Sampler[int]):
 
 def exact_mean(scores: Sequence[float]) -> float:
     """The mean of every rank's scores together, returned on every rank: all_reduce of (sum, count)."""
-    totals = torch.tensor([float(sum(scores)), float(len(scores))], dtype=torch.float64)
+    # on the device the group's backend reduces: the CPU under gloo, the rank's GPU under NCCL (no CPU collectives)
+    totals = torch.tensor([float(sum(scores)), float(len(scores))], dtype=torch.float64, device=collective_device())
     dist.all_reduce(totals)
     total, count = totals.tolist()
     if count == 0:
@@ -69,8 +75,18 @@ class WorkerSplitStream(IterableDataset):
 
     def __init__(self, sampler: DistributedEpochSampler, batch_size: int) -> None:
         self.sampler, self.batch_size = sampler, batch_size
+        # Shared with the workers when they start (the stream travels to them in their start-up arguments): -1
+        # until set_epoch is called, so a sampler whose epoch was set directly keeps it.
+        self.epoch = multiprocessing.RawValue("q", -1)
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch of the next pass, in this process and in workers that already hold their copy."""
+        self.sampler.set_epoch(epoch)
+        self.epoch.value = epoch
 
     def __iter__(self) -> Iterator[int]:
+        if self.epoch.value >= 0:
+            self.sampler.set_epoch(self.epoch.value)
         worker = get_worker_info()
         worker_id, workers = (0, 1) if worker is None else (worker.id, worker.num_workers)
         indices = list(self.sampler)

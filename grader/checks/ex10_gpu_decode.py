@@ -1,6 +1,6 @@
 """Checks for exercise 10 (decoding on the device). Each check copies 40 training images (spread over every class)
-into a temporary ImageFolder tree and packs them with the reference shard writer (`solutions.ex08_shards`) into
-about 0.5 MB shards: 9 on the ci profile, the last partial. The correctness checks run on the default device
+into a temporary ImageFolder tree and packs them with the course's shard writer (`loaderlab.tar_shards`) into
+shards of 5 samples. The correctness checks run on the default device
 (the GPU where there is one, else the CPU); the timed check needs CUDA and is skipped, with the reason, elsewhere."""
 
 from __future__ import annotations
@@ -36,13 +36,20 @@ BATCH = 16                 # 40 samples: batches of 16, 16 and a partial 8
 # differ from reference_crop by 0.002 on average and 0.04 at worst (ci, all 200 training images) and 0.002 / 0.08
 # (workshop, all 9000 training images); resizing in float32 and rounding, as v2 does on CUDA, 0.150 / 0.19 (ci) and
 # 0.151 / 0.20 (workshop); one run each, the figures are deterministic. nvJPEG rounds its IDCT and chroma upsampling
-# differently from libjpeg-turbo: NOT YET MEASURED; the course's tolerance leaves more than ten times the CPU figures
-# for it.
+# differently from libjpeg-turbo. The H100 runs that set the timed target passed these checks first (timing runs only
+# after them), so its difference was within the tolerance there, but its value was not recorded: notebook 07 now
+# records it ("ex10: levels from the reference crop"), owed with the GPU runs in docs/gpu-measurements-owed.md. The
+# course's tolerance leaves more than ten times the CPU figures for it.
 TIMED_BATCH, TIMED_WORKERS = 64, 2
-# nvJPEG decodes a batch of these 300-600 px JPEGs far faster than two CPU workers with JPEG draft mode. Measured on
-# an NVIDIA H100 80GB HBM3 (16 cores, torch 2.11, torchvision 0.26, 2026-11-22): the solution 5.20x, 3.26x, 4.25x,
-# 4.74x the exercise-04 solution's loader with the same two workers (the baseline is now
-# loaderlab.baselines.draft_crop_loader, the same decode and crop: not yet re-measured on a GPU); the planted ex10_decodes_on_the_host 0.57x, 0.60x.
+# nvJPEG's hardware decoder (A100/H100 class) decodes a batch of these 300-600 px JPEGs far faster than two CPU
+# workers with JPEG draft mode. Measured on an NVIDIA H100 80GB HBM3, which has that decoder (16 cores, 2 workers
+# each although 16 cores were free, 400 images in batches of 64, torch 2.11, torchvision 0.26, 2026-11-22): the
+# solution 5.20x, 3.26x, 4.25x, 4.74x the exercise-04 solution's loader (the baseline is now
+# loaderlab.baselines.draft_crop_loader: the same decode and crop, not yet re-measured on a GPU); the planted ex10_decodes_on_the_host 0.57x, 0.60x.
+# Against the exercise-04 loader with a worker per core the solution has not been measured.
+# On a GPU without the hardware engine torchvision falls back to decoding one image at a time, Huffman decoding on
+# the host (loaderlab.device.nvjpeg_path): the target was never calibrated there, so the timed check is skipped with
+# that reason (docs/gpu-measurements-owed.md).
 DEVICE_DECODE_TARGET = 2.0
 NOT_A_JPEG = b"<html><body><h1>404 Not Found</h1>The image was removed.</body></html>\n"
 
@@ -159,6 +166,26 @@ def _jpeg(size: tuple[int, int] = (300, 400)) -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", size, (30, 120, 200)).save(buffer, format="JPEG")
     return buffer.getvalue()
+
+
+def no_hardware_decoder_reason() -> str | None:
+    """Why the timed check cannot hold its target here (None on a GPU with nvJPEG's hardware decoder)."""
+    from loaderlab.device import HARDWARE, nvjpeg_path
+
+    path, why = nvjpeg_path()
+    if path == HARDWARE:
+        return None
+    return (f"the {DEVICE_DECODE_TARGET}x target was calibrated on a GPU with nvJPEG's hardware decoder (an H100), "
+            f"which decodes a batch at once; here {why}, so the target does not apply: not timed")
+
+
+def skip_without_hardware_decoder() -> None:
+    """For the grader's test file: skip the timed check, with the reason, where nvJPEG has no hardware decoder."""
+    import pytest
+
+    reason = no_hardware_decoder_reason()
+    if reason:
+        pytest.skip(reason)
 
 
 def _skipped_without_cuda(ex: ModuleType, check: str) -> bool:
@@ -368,6 +395,10 @@ def device_decode_beats_cpu_workers(ex: ModuleType) -> Comparison | None:
 
     gpu_decode_loader = require(ex, "gpu_decode_loader")
     device = torch.device("cuda")
+    reason = no_hardware_decoder_reason()
+    if reason is not None:
+        print(f"device_decode_beats_cpu_workers: {reason}")
+        return None
     count = min(400, len(list_samples(dataset_dir() / "train")))
     with _shards(count) as (shard_dir, samples):
         root = shard_dir.parent / "train"

@@ -5,6 +5,7 @@ is reported as hung, not as a stalled grader; step 3 loads through DataLoaders w
 
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 from collections import Counter
@@ -39,6 +40,7 @@ RANK_STARTUP_S = 30.0
 STREAM_SIZE, STREAM_WORLD, STREAM_RANK, STREAM_BATCH = 23, 2, 1, 3
 STREAM_WORKERS = (0, 2, 3)            # one rank's stream; under spawn each worker start costs a torch import
 MEAN_TOLERANCE = 1e-9
+PERSISTENT_WORKERS, PERSISTENT_EPOCHS = 2, 3  # workers kept across epochs: set_epoch must still reach them
 
 
 # ---- helpers ----------------------------------------------------------------------------
@@ -189,6 +191,12 @@ def evaluation_covers_every_sample_once(ex: ModuleType) -> None:
             f"{where}: " + (f"indices {missing[:5]} never come out ({len(missing)} missing)" if missing else
                             f"indices {outside[:5]} are outside range(0, {dataset_size})")
             + ": the ranks' shares must add up to range(dataset_size) exactly, the tail that does not divide included.")
+        sizes = [len(share) for share in shares]
+        assert max(sizes) - min(sizes) <= 1, (
+            f"{where}: the ranks' shares hold {sizes} samples, which must differ by at most one sample: otherwise "
+            "some ranks sit idle while another scores most of the split, and evaluation takes as long as on one "
+            "process. Deal the indices round-robin (range(rank, dataset_size, world_size)), or in contiguous blocks "
+            "whose sizes differ by at most one.")
 
 
 def training_ranks_get_equal_batch_counts(ex: ModuleType) -> None:
@@ -317,6 +325,49 @@ def stream_keeps_the_order_for_any_worker_count(ex: ModuleType) -> None:
             f"{expected[:4]}...: the order changed with the number of workers. The DataLoader takes one batch from "
             "each worker in turn, and each worker batches what IT yields: give worker w whole batches (batch i to "
             "worker i % n), not every n-th sample.")
+
+
+def stream_set_epoch_reaches_persistent_workers(ex: ModuleType) -> None:
+    stream_class = require(ex, "WorkerSplitStream")
+    sampler = _sampler(ex, STREAM_SIZE, STREAM_WORLD, STREAM_RANK, True, seed=3)
+    reference = _sampler(ex, STREAM_SIZE, STREAM_WORLD, STREAM_RANK, True, seed=3)
+    expected = []
+    for epoch in range(PERSISTENT_EPOCHS):
+        reference.set_epoch(epoch)
+        expected.append(_drawn(reference, f"the sampler in epoch {epoch}", STREAM_SIZE))
+    stream = stream_class(sampler, STREAM_BATCH)
+    if not callable(getattr(stream, "set_epoch", None)):
+        raise AssertionError("MISSING: WorkerSplitStream has no set_epoch(epoch) method; the contract asks for one.")
+    what = (f"DataLoader(WorkerSplitStream(sampler of rank {STREAM_RANK}), batch_size={STREAM_BATCH}, "
+            f"num_workers={PERSISTENT_WORKERS}, persistent_workers=True), stream.set_epoch(e) before each of "
+            f"epochs 0 to {PERSISTENT_EPOCHS - 1}")
+
+    def load() -> list[list[int]]:
+        loader = DataLoader(stream, batch_size=STREAM_BATCH, num_workers=PERSISTENT_WORKERS, persistent_workers=True,
+                            timeout=30)
+        epochs = []
+        for epoch in range(PERSISTENT_EPOCHS):
+            stream.set_epoch(epoch)
+            epochs.append([index for batch in loader for index in batch.tolist()])
+        del loader  # its persistent workers stop with it
+        gc.collect()
+        return epochs
+
+    with no_leaks(what):
+        epochs = within(90, what, load)
+    for epoch, (loaded, order) in enumerate(zip(epochs, expected)):
+        if loaded == order:
+            continue
+        if epoch > 0 and loaded == expected[0]:
+            raise AssertionError(
+                f"{what}: epoch {epoch} replayed epoch 0's order. With persistent_workers=True each worker keeps the "
+                "copy of the stream it was started with, across epochs, so set_epoch changed only this process's "
+                "copy. Make the epoch reach the workers: keep it in a value shared with them (a "
+                "multiprocessing.RawValue or Value made in __init__, which travels to each worker with the stream), "
+                "write it in set_epoch, and set the sampler's epoch from it at the start of __iter__.")
+        raise AssertionError(
+            f"{what}: epoch {epoch} loaded {loaded[:8]}..., not the sampler's order for that epoch {order[:8]}...: "
+            "every pass must follow the epoch set last, in the sampler's order and batches.")
 
 
 # ---- step 4: bad input ----------------------------------------------------------------------------

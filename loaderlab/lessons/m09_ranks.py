@@ -214,6 +214,63 @@ class WorkerStream(IterableDataset):
                 yield from self.indices[start:start + self.batch_size]
 
 
+class SamplerStream(IterableDataset):
+    """An `IterableDataset` that holds its sampler, as exercise 12's `WorkerSplitStream` does: each pass reads the
+    sampler's order and hands whole batches to the workers (`WorkerStream`, by batch).
+
+    `set_epoch(e)` sets the sampler's epoch, in the process that calls it. A DataLoader worker holds a copy of this
+    object, made when the worker started: with `persistent_workers=True` the workers live across epochs and keep
+    their copy's epoch. `shared_epoch` (a `multiprocessing.Value`) is the fix: `set_epoch` also writes it, and every
+    pass, in whatever process, reads it before drawing the order.
+    """
+
+    def __init__(self, sampler: DistributedSampler, batch_size: int, shared_epoch: Any = None) -> None:
+        self.sampler, self.batch_size, self.shared_epoch = sampler, batch_size, shared_epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        self.sampler.set_epoch(epoch)
+        if self.shared_epoch is not None:
+            self.shared_epoch.value = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        if self.shared_epoch is not None:
+            self.sampler.set_epoch(self.shared_epoch.value)
+        yield from WorkerStream(list(self.sampler), self.batch_size, "batch")
+
+
+PERSISTENCE = {"fresh workers every epoch": (False, False), "persistent workers": (True, False),
+               "persistent workers, epoch in a shared value": (True, True)}
+
+
+def persistent_epochs_on_rank(rank: int, world_size: int, dataset_size: int, batch_size: int, workers: int,
+                              epochs: int, seed: int) -> dict[str, Any]:
+    """This rank's epochs through a `SamplerStream` over `DistributedSampler(shuffle=True)`, `set_epoch` called
+    before each, with each setting of PERSISTENCE: {"expected": the sampler's orders, setting: orders loaded}."""
+    _allow_more_workers_than_cores()
+    context = multiprocessing.get_context(WORKER_CONTEXT)
+
+    def sampler() -> DistributedSampler:
+        return DistributedSampler(range(dataset_size), num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+
+    expected = []
+    for epoch in range(epochs):
+        reference = sampler()
+        reference.set_epoch(epoch)
+        expected.append(list(reference))
+    loaded: dict[str, Any] = {"expected": expected}
+    for setting, (persistent, shared) in PERSISTENCE.items():
+        stream = SamplerStream(sampler(), batch_size, context.Value("i", 0) if shared else None)
+        loader = DataLoader(stream, batch_size=batch_size, num_workers=workers, persistent_workers=persistent,
+                            timeout=LOADER_TIMEOUT_S, multiprocessing_context=WORKER_CONTEXT)
+        orders = []
+        for epoch in range(epochs):
+            stream.set_epoch(epoch)
+            orders.append([index for batch in loader for index in batch.tolist()])
+        loaded[setting] = orders
+        del loader  # persistent workers stop with their loader
+    return loaded
+
+
 def load_with_workers_on_rank(rank: int, world_size: int, dataset_size: int, batch_size: int,
                               worker_counts: Sequence[int], seed: int) -> dict[str, Any]:
     """This rank's training share from `DistributedSampler(drop_last=True)`, loaded through `WorkerStream` both ways

@@ -107,6 +107,55 @@ def resume(dataset: CountingReads, batch_size: int, seed: int, epoch: int, recei
     return {"batches": batches, "reads": dataset.reads, "seconds": time.perf_counter() - start}
 
 
+class AugmentationDraws(Dataset):
+    """Item i: the tensor [i, the random draw its augmentation would make], drawn one of two ways.
+
+    `by="worker"`: from the worker's torch generator, as a random transform in `__getitem__` draws (the DataLoader
+    seeds each worker with its base seed + the worker's id); `by="index"`: from a generator seeded with
+    (seed, epoch, i) alone, which no worker, offset or restart changes."""
+
+    def __init__(self, size: int, by: str, seed: int = 0) -> None:
+        if by not in ("worker", "index"):
+            raise ValueError(f"by must be 'worker' or 'index', got {by!r}")
+        self.size, self.by, self.seed, self.epoch = size, by, seed, 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if self.by == "worker":
+            draw = torch.randint(0, 2**31 - 1, ())
+        else:
+            generator = torch.Generator().manual_seed((self.seed * 1_000_003 + self.epoch) * 1_000_003 + index)
+            draw = torch.randint(0, 2**31 - 1, (), generator=generator)
+        return torch.stack([torch.tensor(index), draw])
+
+
+def augmentation_after_resume(size: int, batch_size: int, workers: int, seed: int, epoch: int, received: int,
+                              by: str) -> dict[str, Any]:
+    """The draws of epoch `epoch`'s samples after the first `received`, in an uninterrupted job and in a job
+    restarted from a checkpoint there, both starting with `torch.manual_seed(seed)` and loading each epoch with a new
+    `DataLoader` (as exercise 13's solution does). Every DataLoader iterator takes its workers' base seed from the
+    global generator, so the uninterrupted job has drawn one for each earlier epoch and the restarted one has not.
+    Returns {"compared": samples, "differ": samples whose draw differs}."""
+    dataset = AugmentationDraws(size, by, seed)
+    dataset.epoch = epoch
+    order = epoch_order(size, seed, epoch)
+
+    def draws(indices: list[int], earlier_epochs: int) -> dict[int, int]:
+        torch.manual_seed(seed)
+        for _ in range(earlier_epochs):  # each earlier epoch's loader drew its base seed (its batches change nothing)
+            iter(DataLoader(dataset, batch_size=batch_size, sampler=[]))
+        loader = DataLoader(dataset, batch_size=batch_size, sampler=indices, num_workers=workers,
+                            timeout=LOADER_TIMEOUT_S if workers else 0)
+        return {int(i): int(d) for batch in loader for i, d in batch.tolist()}
+
+    uninterrupted = draws(order, epoch)
+    resumed = draws(order[received:], 0)
+    rest = order[received:]
+    return {"compared": len(rest), "differ": sum(uninterrupted[i] != resumed[i] for i in rest)}
+
+
 def flatten(state: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Every leaf of a nested state dict, by its dotted path (to print what a loader's checkpoint holds)."""
     leaves: dict[str, Any] = {}

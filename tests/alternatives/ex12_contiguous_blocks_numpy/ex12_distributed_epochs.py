@@ -1,6 +1,6 @@
 """Exercise 12, a correct alternative: contiguous blocks instead of strided shares (rank r takes the r-th block,
 the first N % world_size blocks one longer in evaluation), a numpy permutation seeded with (seed, epoch), and
-a stream that picks the worker's batches with itertools.islice."""
+a stream that picks the worker's batches with itertools.islice and shares its epoch through a locked Value."""
 
 from __future__ import annotations
 
@@ -59,8 +59,18 @@ def exact_mean(scores: Sequence[float]) -> float:
 class WorkerSplitStream(IterableDataset):
     def __init__(self, sampler: DistributedEpochSampler, batch_size: int) -> None:
         self.sampler, self.batch_size = sampler, batch_size
+        self.shared = torch.multiprocessing.Value("i", -1)  # a Value with its lock, from torch.multiprocessing
+
+    def set_epoch(self, epoch: int) -> None:
+        with self.shared.get_lock():
+            self.shared.value = epoch
+        self.sampler.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[int]:
+        with self.shared.get_lock():
+            epoch = self.shared.value
+        if epoch != -1:
+            self.sampler.set_epoch(epoch)
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         indices = iter(self.sampler)

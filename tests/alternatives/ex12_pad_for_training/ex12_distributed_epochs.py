@@ -48,8 +48,15 @@ def exact_mean(scores: Sequence[float]) -> float:
 class WorkerSplitStream(IterableDataset):
     def __init__(self, sampler: DistributedEpochSampler, batch_size: int) -> None:
         self.sampler, self.batch_size = sampler, batch_size
+        self.epoch = torch.full((1,), -1, dtype=torch.int64).share_memory_()  # a tensor in shared memory
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch.fill_(epoch)
+        self.sampler.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[int]:
+        if int(self.epoch.item()) >= 0:
+            self.sampler.set_epoch(int(self.epoch.item()))
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         indices = list(self.sampler)
