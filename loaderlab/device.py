@@ -21,6 +21,7 @@ import statistics
 import warnings
 from collections.abc import Callable, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -325,3 +326,22 @@ def compare_on_cuda(baseline: Callable[[], int], candidate: Callable[[], int], *
                       candidate_ips=statistics.median(cand_ips), ratio=statistics.median(ratios),
                       ratio_min=min(ratios), ratio_max=max(ratios), rounds=rounds, cores=usable_cores(),
                       unit=unit, target=target)
+
+
+# ---- constants on the device -----------------------------------------------------------------------
+
+def mean_std_on(device: torch.device | str, mean: Sequence[float] | np.ndarray,
+                std: Sequence[float] | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """`mean` and `std` as float32 (1, C, 1, 1) tensors on `device`, made once per device and values, then reused.
+
+    A tensor built from Python numbers on a GPU is a blocking host-to-device copy (torch's tensor_new.cpp copies with
+    non_blocking=false): built for every batch, it waits for the device right after the batch's non-blocking copy,
+    the hidden wait exercise 09 warns about. Do not modify the returned tensors in place: they are shared."""
+    return _mean_std_on(torch.device(device), tuple(float(m) for m in mean), tuple(float(s) for s in std))
+
+
+@cache
+def _mean_std_on(device: torch.device, mean: tuple[float, ...],
+                 std: tuple[float, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1).to(device),
+            torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1).to(device))

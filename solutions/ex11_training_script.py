@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader, Dataset
 from loaderlab.images import DECODE_ERRORS, CorruptImage, decode_failure_reason, list_samples
 from loaderlab.machine import usable_cores
 from loaderlab.paths import active_profile, dataset_dir
-from loaderlab.pitfalls import mean_std_on
+from loaderlab.device import mean_std_on
 from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD, WARMUP_BATCHES, EpochRecord,
                                 SmallCNN, TrainingRun, epochs_for, make_optimizer, seed_everything, train_step)
 

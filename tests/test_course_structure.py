@@ -41,6 +41,17 @@ MAY_IMPORT_SOLUTIONS = {
 }
 
 
+# Where one of them may use a helper, and why: the playbook (a learner's command) shows the doctor's report of this
+# machine; a planted defect that is notebook 09's own demonstration (a count that reads the sampler, which runs ahead
+# of the loop) counts with the notebook's sampler rather than a copy of it.
+ALLOWED_HELPER_IMPORTS = {
+    "grader/playbook.py": {"loaderlab.tools.doctor", "loaderlab.tools.doctor.TENSORFLOW",
+                           "loaderlab.tools.doctor.Report", "loaderlab.tools.doctor.diagnose"},
+    "tests/planted/ex13_counts_the_samplers_position/ex13_resumable_loading.py": {
+        "loaderlab.lessons.m09_resume", "loaderlab.lessons.m09_resume.CountingSampler"},
+}
+
+
 def solutions_imports(source: str) -> list[str]:
     """Every way `source` (Python) imports `solutions`: import statements, and import_module of a literal or an
     f-string that starts with "solutions"."""
@@ -106,6 +117,31 @@ def test_the_scan_reads_notebook_code_cells(tmp_path: Path) -> None:
     path = tmp_path / "07.ipynb"
     path.write_text(json.dumps(notebook))
     assert solutions_imports(code_of(path)) == ["solutions.ex04_fast_dataloader"]
+
+
+def imported_modules(source: str) -> set[str]:
+    """The dotted names of every module `source` imports (`from a.b import c` gives a.b and a.b.c)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def test_exercises_answers_and_graders_use_the_library_not_a_lessons_helper() -> None:
+    """`loaderlab/lessons/` holds one notebook's helpers and `loaderlab/tools/` commands: what the stubs, the solutions,
+    the planted and correct alternatives and the graders need lives in `loaderlab` itself, so a lesson can change
+    without touching them."""
+    folders = ("exercises", "solutions", "grader", "tests/planted", "tests/alternatives")
+    offenders = {}
+    for path in sorted(p for folder in folders for p in (REPO_ROOT / folder).rglob("*.py")):
+        helpers = {name for name in imported_modules(path.read_text(encoding="utf-8"))
+                   if name.startswith(("loaderlab.lessons", "loaderlab.tools"))}
+        if helpers - ALLOWED_HELPER_IMPORTS.get(path.relative_to(REPO_ROOT).as_posix(), set()):
+            offenders[path.relative_to(REPO_ROOT).as_posix()] = sorted(helpers)
+    assert not offenders, f"these import a notebook's helpers or a tool: {offenders}"
 
 
 # ---- every exercise --------------------------------------------------------------------------------------------

@@ -123,7 +123,8 @@ def _tensors_made_from_numbers(monkeypatch, run) -> int:
 
 def test_normalisation_builds_mean_and_std_once_per_device(monkeypatch) -> None:
     """Section 2: mean and std built from Python numbers for every batch are a blocking copy per batch on a GPU."""
-    from loaderlab.pitfalls import mean_std_on, uint8_to_normalised
+    from loaderlab.device import mean_std_on
+    from loaderlab.lessons.m04_pitfalls import uint8_to_normalised
     from loaderlab.training import MEAN, STD
     from solutions.ex11_training_script import to_model_input
 
@@ -166,7 +167,7 @@ def test_notebook_07_says_where_pinning_and_non_blocking_wait() -> None:
 def test_persistent_workers_replay_epoch_zero_unless_the_epoch_is_shared() -> None:
     """Section 3: with persistent_workers=True, set_epoch on a dataset that holds its sampler never reaches the
     workers' copies; a shared value does."""
-    from loaderlab import ranks_lab
+    from loaderlab.lessons import m09_ranks as ranks_lab
 
     got = ranks_lab.persistent_epochs_on_rank(0, 1, 8, 2, 1, 3, 0)
     assert len({tuple(order) for order in got["expected"]}) == 3
@@ -223,7 +224,7 @@ def test_notebook_04b_on_custom_batches_and_windows_pip() -> None:
 def test_a_resumed_job_augments_differently_unless_draws_come_from_the_index() -> None:
     """Section 3: a new DataLoader's worker base seed comes from the global generator, so a restarted job augments
     the rest of the epoch differently; draws from (seed, epoch, index) do not change."""
-    from loaderlab import resume_lab
+    from loaderlab.lessons import m09_resume as resume_lab
 
     by_worker = resume_lab.augmentation_after_resume(16, 2, 1, 0, 2, 8, "worker")
     by_index = resume_lab.augmentation_after_resume(16, 2, 1, 0, 2, 8, "index")

@@ -6,7 +6,6 @@ They live in a .py module, not in notebook cells, so that workers started with s
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Sequence
@@ -15,6 +14,8 @@ import numpy as np
 import psutil
 import torch
 from torch.utils.data import Dataset, get_worker_info
+
+from loaderlab.device import mean_std_on
 
 
 class WhoLoadsWhat(Dataset):
@@ -85,23 +86,6 @@ class TouchEverything(Dataset):
         total = sum(chunk) if isinstance(chunk, list) else int(chunk.sum())
         del total
         return psutil.Process().memory_full_info().uss
-
-
-def mean_std_on(device: torch.device | str, mean: Sequence[float] | np.ndarray,
-                std: Sequence[float] | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """`mean` and `std` as float32 (1, C, 1, 1) tensors on `device`, made once per device and values, then reused.
-
-    A tensor built from Python numbers on a GPU is a blocking host-to-device copy (torch's tensor_new.cpp copies with
-    non_blocking=false): built for every batch, it waits for the device right after the batch's non-blocking copy,
-    the hidden wait exercise 09 warns about. Do not modify the returned tensors in place: they are shared."""
-    return _mean_std_on(torch.device(device), tuple(float(m) for m in mean), tuple(float(s) for s in std))
-
-
-@functools.cache
-def _mean_std_on(device: torch.device, mean: tuple[float, ...],
-                 std: tuple[float, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    return (torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1).to(device),
-            torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1).to(device))
 
 
 def uint8_to_normalised(images: torch.Tensor, mean: Sequence[float] | np.ndarray,
