@@ -99,7 +99,7 @@ def test_read_lock_rejects_an_unpinned_line(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_makefile_passes_wheels_and_installer_on() -> None:
-    out = subprocess.run(["make", "-n", "-B", ".venv/.installed", "WHEELS=/usb/wheels", "INSTALLER=pip"],
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-B", ".venv/.installed", "WHEELS=/usb/wheels", "INSTALLER=pip"],
                          cwd=install.REPO_ROOT, capture_output=True, text=True, check=True).stdout
     line = next(line for line in out.splitlines() if "loaderlab.tools.install install" in line)
     assert "--installer pip" in line and "--wheels /usb/wheels" in line
@@ -132,7 +132,7 @@ def test_the_lock_picks_its_pins_by_python_version() -> None:
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_test_python_installs_into_its_own_venv() -> None:
     """`make test-python VENV=.venv-py3.12 PYTHON=...` creates that venv with that Python and grades there."""
-    out = subprocess.run(["make", "-n", "-B", "test-python", "VENV=.venv-py3.12", "PYTHON=/opt/py312/bin/python"],
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-B", "test-python", "VENV=.venv-py3.12", "PYTHON=/opt/py312/bin/python"],
                          cwd=install.REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert "/opt/py312/bin/python -m venv .venv-py3.12" in out
     assert ".venv-py3.12/bin/python -m loaderlab.tools.install install" in out

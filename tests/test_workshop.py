@@ -194,8 +194,8 @@ def test_scoreboard_gathers_a_room_flags_outliers_and_skips_bad_files(tmp_path: 
 def test_make_grade_ex_grades_that_exercise_only() -> None:
     """`make grade EX=ex11` (exercise 11's docstring) runs that grader file alone; a name that fits none stops."""
     def dry_run(*variables: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["make", "-n", "grade", *variables], cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=60)
+        return subprocess.run(["make", "-n", "--no-print-directory", "grade", *variables], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=60)
 
     assert dry_run("EX=ex11").stdout.strip().endswith("-m pytest grader/test_ex11_training_script.py")
     assert dry_run("EX=ex02_threaded_prefetch").stdout.strip().endswith("grader/test_ex02_threaded_prefetch.py")
