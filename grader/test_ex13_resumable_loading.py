@@ -56,7 +56,8 @@ def test_resume_reads_only_the_rest(grade):
 @pytest.mark.step(4, "bad input")
 def test_bad_state_gets_a_clear_error(grade):
     """load_state_dict raises ValueError for a state saved over another dataset length (the message names both), a
-    state missing any key, any value of the wrong type, a negative position and a position past the epoch."""
+    state missing any key, any value of the wrong type, a negative position and a position past the epoch (every int
+    that counts the position, whatever the state's shape), and leaves the loader as it was (state and next epoch)."""
     grade()
 
 
