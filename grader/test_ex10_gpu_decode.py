@@ -19,8 +19,9 @@ def test_raw_batches_keep_order_and_every_sample(grade):
 
 @pytest.mark.step(2, "decode and crop on the device")
 def test_decoded_crops_match_reference(grade):
-    """decode_batch gives uint8 (N, 3, 224, 224) on the device, within 2.0 levels on average (6.0 for any image)
-    of the reference 256-resize + 224 centre crop."""
+    """decode_batch of every training image of ci (200, spread evenly, on larger profiles), on the CPU and on the
+    device, gives uint8 (N, 3, 224, 224) there, within the route's tolerance of the reference 256-resize + 224 centre
+    crop: 0.75 levels on average (1.5 for any image) decoded on the CPU, 2.0 (6.0) on a GPU."""
     grade()
 
 
