@@ -51,7 +51,8 @@ def test_augmentation_differs_between_workers_and_epochs(grade):
 @pytest.mark.step(5, "augmentation and order")
 def test_epochs_are_new_permutations(grade):
     """The train loader's sampler gives every sample once per epoch, in a new order each epoch (not the file order,
-    at most 20% of consecutive pairs kept from the epoch before)."""
+    at most 20% of consecutive pairs kept from the epoch before); the same seed gives the same order, another seed
+    another."""
     grade()
 
 

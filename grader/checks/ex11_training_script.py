@@ -370,6 +370,19 @@ def epochs_are_new_permutations(ex: ModuleType) -> None:
         f"{share:.0%} of consecutive samples of epoch 2 were neighbours in epoch 1: shuffle the samples one by one, "
         "not blocks of them (TODO(ex11g)).")
 
+    def first_epoch(seed: int) -> list[int]:
+        loader, _ = _loaders(ex, dataset_dir(), seed=seed)
+        batches = getattr(loader, "batch_sampler", None) or loader.sampler
+        return [int(i) for batch in batches for i in (batch if isinstance(batch, list) else [batch])]
+
+    assert first_epoch(SEED) == first, (
+        f"two train loaders made with seed={SEED} visit the samples in different orders: seed the loader's shuffle "
+        "with `seed` (DataLoader(generator=torch.Generator().manual_seed(seed))), so that a run can be repeated "
+        "(TODO(ex11g)).")
+    assert first_epoch(SEED + 1) != first, (
+        f"train loaders made with seed={SEED} and seed={SEED + 1} visit the samples in the same order: the `seed` "
+        "argument must reach the shuffle's generator (TODO(ex11g)).")
+
 
 def val_items_are_centre_crops(ex: ModuleType) -> None:
     shapes_folder = require(ex, "ShapesFolder")
