@@ -31,6 +31,7 @@ PRELOAD = ("torch", "torchvision")
 SAMPLES = 40
 SHARD_MB = 0.5
 BATCH = 16                 # 40 samples: batches of 16, 16 and a partial 8
+RAW_RUNS = ((0, BATCH), (1, 7), (2, BATCH))   # read_batches' (num_workers, batch_size): 0 and 1 keep written order
 # Pixel tolerances, per route, in levels (mean over the images, any one image). On the CPU (torchvision's decoder,
 # libjpeg-turbo, as reference_crop's Pillow is): CPU_TOLERANCES. Measured on this course's data (2-core CPU box, one run
 # each, the figures are deterministic), against reference_crop: the solution (transforms.v2 resize, uint8, antialiased,
@@ -195,10 +196,10 @@ def raw_batches_keep_order_and_every_sample(ex: ModuleType) -> None:
         keys = [_key(s) for s in samples]
         data = {_key(s): s.path.read_bytes() for s in samples}
         label_of = {_key(s): s.label for s in samples}
-        for workers in (0, 2):
-            setting = f"read_batches(shard_dir, batch_size={BATCH}, num_workers={workers})"
+        for workers, batch_size in RAW_RUNS:
+            setting = f"read_batches(shard_dir, batch_size={batch_size}, num_workers={workers})"
             with no_leaks(setting):
-                batches = within(90, setting, lambda: list(read_batches(shard_dir, BATCH, workers)))
+                batches = within(90, setting, lambda: list(read_batches(shard_dir, batch_size, workers)))
             for number, batch in enumerate(batches):
                 assert isinstance(batch, tuple) and len(batch) == 3, (
                     f"{setting}: batch {number} is a {type(batch).__name__}; yield RawBatch(jpegs, labels, keys).")
@@ -208,16 +209,17 @@ def raw_batches_keep_order_and_every_sample(ex: ModuleType) -> None:
                     f"{getattr(labels, 'dtype', type(labels).__name__)}.")
                 assert len(jpegs) == len(labels) == len(batch_keys), (
                     f"{setting}: batch {number} has {len(jpegs)} jpegs, {len(labels)} labels and {len(batch_keys)} keys.")
-            _check_sizes([len(batch[2]) for batch in batches], len(samples), BATCH, setting)
+            _check_sizes([len(batch[2]) for batch in batches], len(samples), batch_size, setting)
             got = [key for batch in batches for key in batch[2]]
             repeated = sorted({key for key in got if got.count(key) > 1})
             assert not repeated and sorted(got) == sorted(keys), (
                 f"{setting}: samples {repeated[:3]} came more than once, {sorted(set(keys) - set(got))[:3]} never: "
                 "every sample exactly once (each worker reads its own shards: ShardDataset does that).")
-            if workers == 0:
+            if workers <= 1:
                 assert got == keys, (
-                    f"{setting}: the samples did not come in written order (shuffle=False, no workers): keep the "
-                    "order the shards give, and cut batches in order.")
+                    f"{setting}: the samples did not come in written order (shuffle=False, "
+                    f"{'no workers' if not workers else 'one worker reading every shard'}): keep the order the shards "
+                    "give, and cut batches in order.")
             for jpegs, labels, batch_keys in batches:
                 for jpeg, label, key in zip(jpegs, labels.tolist(), batch_keys):
                     assert isinstance(jpeg, bytes) and jpeg == data[key], (
