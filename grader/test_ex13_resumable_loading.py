@@ -19,7 +19,8 @@ def test_epoch_order_follows_seed_and_epoch(grade):
 def test_resume_gives_the_rest_of_the_epoch(grade):
     """A state saved after 0, 1, 4, 7 or all 8 batches of epoch 2, loaded by a fresh loader, gives the uninterrupted
     epoch's batches from there on (nothing after the last); set_epoch with the saved epoch keeps the position, with
-    another drops it; a loader with batch_size 3 resumes at the same sample."""
+    another drops it; a second iter() after the resumed one starts the epoch from its first batch; a loader with
+    batch_size 3 resumes at the same sample."""
     grade()
 
 

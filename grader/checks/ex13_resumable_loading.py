@@ -258,11 +258,19 @@ def resume_gives_the_rest_of_the_epoch(ex: ModuleType) -> None:
             + (" load_state_dict restores the epoch as well: a fresh loader starts at epoch 0." if rest == _rest_of_epoch0(ex, received) else ""))
     middle = RESUME_AT[2]
     _, state = _saved_after(ex, middle)
-    kept = _take(_resumed(ex, state, set_epoch=EPOCH), None, "the resumed epoch")
+    resumed = _resumed(ex, state, set_epoch=EPOCH)
+    kept = _take(resumed, None, "the resumed epoch")
     assert kept == reference[middle:], (
         f"load_state_dict (after {middle} batches of epoch {EPOCH}) then set_epoch({EPOCH}), as a training loop does "
         "at the top of every epoch: the rest must still start where the state left off; set_epoch with the saved "
         "epoch keeps the loaded position.")
+    again = _take(resumed, None, "a second iter() after the resumed one")
+    assert again == reference, (
+        f"after load_state_dict (after {middle} batches of epoch {EPOCH}) and the resumed iteration, a second iter() "
+        f"of the same loader gave {again[:2]}..., not epoch {EPOCH} from its first batch {reference[:2]}...: "
+        + ("it resumed at the loaded position again. " if again == reference[middle:] else "")
+        + "Only the first iter() after load_state_dict continues the saved epoch: that iter() uses the loaded "
+        "position up, and any later one starts the current epoch from the beginning.")
     dropped = _take(_resumed(ex, state, set_epoch=EPOCH + 1), None, "the next epoch")
     assert dropped == _epoch(ex, EPOCH + 1), (
         f"load_state_dict (after {middle} batches of epoch {EPOCH}) then set_epoch({EPOCH + 1}) must give epoch "
