@@ -66,7 +66,8 @@ def test_val_items_are_centre_crops(grade):
 
 @pytest.mark.step(6, "device options and timing")
 def test_pin_memory_only_for_cuda(grade):
-    """pin_memory is set on both loaders exactly when the device is CUDA (loaders built, never iterated)."""
+    """pin_memory is set on both loaders exactly when the device is CUDA, given as a torch.device or a str, with or
+    without an index (loaders built, never iterated)."""
     grade()
 
 

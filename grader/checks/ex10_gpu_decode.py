@@ -235,10 +235,12 @@ def decoded_crops_match_reference(ex: ModuleType) -> None:
     samples = dataset_samples("train", ANY_IMAGE_SAMPLES)   # "6.0 for any image": every image of ci
     jpegs, keys = [s.path.read_bytes() for s in samples], [_key(s) for s in samples]
     shape = (len(samples), 3, CROP, CROP)
-    # The CPU route on every machine (its tolerance is the tight one: the decoder is the reference's), then the device's.
+    # The CPU route on every machine (its tolerance is the tight one: the decoder is the reference's), named by a str
+    # (the contract takes a torch.device or a str), then the device's, as a torch.device.
     for device in dict.fromkeys((torch.device("cpu"), _device())):
-        setting = f"decode_batch({len(samples)} JPEGs, {device})"
-        crops = within(60, setting, lambda: decode_batch(jpegs, device, keys))
+        asked = "cpu" if device.type == "cpu" else device
+        setting = f"decode_batch({len(samples)} JPEGs, {asked!r})"
+        crops = within(60, setting, lambda: decode_batch(jpegs, asked, keys))
         assert isinstance(crops, torch.Tensor) and crops.dtype == torch.uint8 and tuple(crops.shape) == shape, (
             f"{setting} must return a uint8 tensor {shape}, got "
             f"{getattr(crops, 'dtype', type(crops).__name__)} {tuple(getattr(crops, 'shape', ()))}.")

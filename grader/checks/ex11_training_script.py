@@ -421,11 +421,16 @@ def val_items_are_centre_crops(ex: ModuleType) -> None:
 # ---- step 6: device options and timing -----------------------------------------------------------
 
 def pin_memory_only_for_cuda(ex: ModuleType) -> None:
-    for device, wanted in (("cpu", False), ("cuda", True)):
-        loaders = _loaders(ex, dataset_dir(), device=device)  # built, never iterated: no GPU needed
-        pinned = [bool(getattr(loader, "pin_memory", False)) for loader in loaders]
+    import torch
+
+    # The contract takes a torch.device or a str: both, with and without a device index.
+    for device, wanted in ((torch.device("cpu"), False), (torch.device("cuda"), True), ("cuda:0", True), ("cpu", False)):
+        made = require(ex, "make_loaders")(dataset_dir(), device)  # built, never iterated: no GPU needed
+        assert isinstance(made, tuple) and len(made) == 2, (
+            f"make_loaders must return (train_loader, val_loader), got {type(made).__name__}")
+        pinned = [bool(getattr(loader, "pin_memory", False)) for loader in made]
         assert pinned == [wanted, wanted], (
-            f"make_loaders(data_dir, torch.device({device!r})) built loaders with pin_memory={pinned} (train, val): "
+            f"make_loaders(data_dir, {device!r}) built loaders with pin_memory={pinned} (train, val): "
             "pinned (page-locked) memory only speeds up a copy to a CUDA device; anywhere else it is an extra copy "
             "of every batch for nothing. Set pin_memory exactly when the device is CUDA (TODO(ex11i)).")
 
