@@ -52,8 +52,8 @@ def test_exact_mean_over_real_ranks(grade):
 @pytest.mark.step(3, "workers")
 @pytest.mark.timeout_s(120)
 def test_stream_keeps_the_order_for_any_worker_count(grade):
-    """A DataLoader over WorkerSplitStream(sampler, 3) gives the sampler's indices once each, in the sampler's order
-    and batches, with 0, 2 and 3 workers."""
+    """A DataLoader over WorkerSplitStream(sampler, b) gives the sampler's indices once each, in the sampler's order
+    and batches: b=3 with 0, 2 and 3 workers, b=4 with 2."""
     grade()
 
 

@@ -37,7 +37,8 @@ RANK_TIMEOUT_S = 10.0
 # runs of a check measured on 2 cores. Two runs per check must fit its 90 s limit with room to report.
 RANK_STARTUP_S = 30.0
 STREAM_SIZE, STREAM_WORLD, STREAM_RANK, STREAM_BATCH = 23, 2, 1, 3
-STREAM_WORKERS = (0, 2, 3)            # one rank's stream; under spawn each worker start costs a torch import
+# One rank's stream, (num_workers, batch_size): under spawn each worker start costs a torch import.
+STREAM_RUNS = ((0, STREAM_BATCH), (2, STREAM_BATCH), (3, STREAM_BATCH), (2, STREAM_BATCH + 1))
 # exact_mean's contract: within 1e-6 of the exact mean. float32 sums and counts land within 1e-8 here (measured:
 # 6.8e-9 and 1.0e-8 for the two runs below); a mean of the ranks' means is 1.8e-2 and 2.6e-3 off; bfloat16, 4.5e-4.
 MEAN_TOLERANCE = 1e-6
@@ -332,13 +333,13 @@ def stream_keeps_the_order_for_any_worker_count(ex: ModuleType) -> None:
     sampler = _sampler(ex, STREAM_SIZE, STREAM_WORLD, STREAM_RANK, True, seed=3)
     sampler.set_epoch(2)
     order = _drawn(sampler, "the sampler", STREAM_SIZE)
-    expected = [order[start:start + STREAM_BATCH] for start in range(0, len(order), STREAM_BATCH)]
-    for workers in STREAM_WORKERS:
-        what = (f"DataLoader(WorkerSplitStream(sampler of rank {STREAM_RANK}), batch_size={STREAM_BATCH}, "
+    for workers, batch_size in STREAM_RUNS:
+        expected = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+        what = (f"DataLoader(WorkerSplitStream(sampler of rank {STREAM_RANK}, {batch_size}), batch_size={batch_size}, "
                 f"num_workers={workers})")
 
         def load() -> list[list[int]]:
-            loader = DataLoader(stream_class(sampler, STREAM_BATCH), batch_size=STREAM_BATCH,
+            loader = DataLoader(stream_class(sampler, batch_size), batch_size=batch_size,
                                 num_workers=workers, timeout=30 if workers else 0)
             return [batch.tolist() for batch in loader]
 
@@ -352,7 +353,7 @@ def stream_keeps_the_order_for_any_worker_count(ex: ModuleType) -> None:
             + ": each worker gets its own copy of the stream, so each must yield only its part (read "
             "get_worker_info() in __iter__), and the parts must add up to the sampler's indices once.")
         assert batches == expected, (
-            f"{what} gave the batches {batches[:4]}..., but the sampler's order in batches of {STREAM_BATCH} is "
+            f"{what} gave the batches {batches[:4]}..., but the sampler's order in batches of {batch_size} is "
             f"{expected[:4]}...: the order changed with the number of workers. The DataLoader takes one batch from "
             "each worker in turn, and each worker batches what IT yields: give worker w whole batches (batch i to "
             "worker i % n), not every n-th sample.")
