@@ -35,7 +35,8 @@ def test_decodes_each_batch_in_one_call(grade):
 @pytest.mark.timeout_s(180)
 def test_loader_yields_device_batches_in_order(grade):
     """gpu_decode_loader: batches on the device, in written order with no workers, every sample once with 2; exactly
-    num_workers worker processes; one decode call per batch in this process; nothing left running after an early stop."""
+    num_workers worker processes; one decode call per batch in this process; nothing left running after an early stop;
+    device=None gives batches on default_device()."""
     grade()
 
 

@@ -317,6 +317,18 @@ def loader_yields_device_batches_in_order(ex: ModuleType) -> None:
         with no_leaks(setting):
             within(60, setting, stop_early)
 
+        setting = f"gpu_decode_loader(shard_dir, batch_size={BATCH}, num_workers=0), device left to its default (None)"
+        with no_leaks(setting):
+            try:
+                batches = within(90, setting, lambda: list(gpu_decode_loader(shard_dir, BATCH, num_workers=0)))
+            except (NotImplementedError, AssertionError):
+                raise
+            except Exception as err:
+                raise AssertionError(
+                    f"{setting} raised {type(err).__name__}: {err}. device=None means default_device() (the "
+                    "accelerator if there is one, else the CPU): resolve it before decoding.") from err
+        _device_batches(batches, device, setting + f": None means default_device(), here {device}")
+
 
 def bad_shards_raise_clear_errors(ex: ModuleType) -> None:
     gpu_decode_loader = require(ex, "gpu_decode_loader")
