@@ -30,7 +30,7 @@ def test_labels_match_the_images(grade):
 @pytest.mark.step(2, "balanced epochs")
 def test_epoch_has_the_asked_length(grade):
     """An epoch draws exactly epoch_length samples (the dataset's size by default; shorter and longer than the
-    dataset too): balance never drops samples."""
+    dataset too, and 1, the shortest legal epoch): balance never drops samples."""
     grade()
 
 

@@ -241,8 +241,13 @@ def labels_match_the_images(ex: ModuleType) -> None:
 def epoch_has_the_asked_length(ex: ModuleType) -> None:
     split_dir = _imbalanced_train()
     size = len(list_samples(split_dir))
-    for asked, batch_size in ((None, 32), (1000, 64), (size // 3, 16)):
-        loader = _make(ex, split_dir, batch_size, seed=SEED, epoch_length=asked)
+    for asked, batch_size in ((None, 32), (1000, 64), (size // 3, 16), (1, 4)):   # 1: the shortest legal epoch
+        try:
+            loader = _make(ex, split_dir, batch_size, seed=SEED, epoch_length=asked)
+        except ValueError as err:
+            raise AssertionError(
+                f"make_balanced_loader(..., {batch_size}, epoch_length={asked}) raised ValueError: {err}. Only an "
+                "epoch_length below 1 is refused: 1 is the shortest legal epoch.") from err
         want = size if asked is None else asked
         indices = _epoch_indices(loader, want)
         assert len(indices) == want, (
