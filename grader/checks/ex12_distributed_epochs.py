@@ -42,6 +42,7 @@ STREAM_RUNS = ((0, STREAM_BATCH), (2, STREAM_BATCH), (3, STREAM_BATCH), (2, STRE
 # exact_mean's contract: within 1e-6 of the exact mean. float32 sums and counts land within 1e-8 here (measured:
 # 6.8e-9 and 1.0e-8 for the two runs below); a mean of the ranks' means is 1.8e-2 and 2.6e-3 off; bfloat16, 4.5e-4.
 MEAN_TOLERANCE = 1e-6
+MEAN_RUNS = ((2, 7), (3, 11), (3, 2))   # (world_size, dataset_size): unequal shares; more ranks than samples
 # Training under 'drop': over this many epochs every sample must be trained on (the dropped tail changes with the
 # permutation); a sampler that drops the same samples every epoch never trains on them.
 DROP_EPOCHS, DROP_SPLITS = 6, ((11, 2), (14, 3))
@@ -288,13 +289,17 @@ def real_ranks_train_in_lockstep(ex: ModuleType) -> None:
 
 def exact_mean_over_real_ranks(ex: ModuleType) -> None:
     require(ex, "exact_mean")
-    for world_size, dataset_size in ((2, 7), (3, 11)):
+    for world_size, dataset_size in MEAN_RUNS:
         what = f"exact_mean on {world_size} ranks over {dataset_size} samples"
         with no_leaks(what):
             results = run_ranks(_evaluate_on_rank, world_size, timeout_s=RANK_TIMEOUT_S, startup_timeout_s=RANK_STARTUP_S,
                                 args=(ex.__name__, dataset_size, RANK_BATCH))
         if not all(r.ok for r in results):
-            raise _rank_failure(results, what, "every rank must call exact_mean (it is a collective), and return.")
+            empty = "ZeroDivisionError" in "".join(r.detail for r in results) and dataset_size < world_size
+            raise _rank_failure(results, what, "every rank must call exact_mean (it is a collective), and return"
+                                + (": a rank whose evaluation share is empty (more ranks than samples) passes no "
+                                   "scores, and must still join the all_reduce with a sum and a count of 0; divide "
+                                   "only the totals." if empty else "."))
         truth = sum(score_of(index) for index in range(dataset_size)) / dataset_size
         scored = {r.rank: r.value[1] for r in results}
         assert sum(scored.values()) == dataset_size, (

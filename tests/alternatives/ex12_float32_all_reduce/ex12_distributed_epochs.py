@@ -10,6 +10,6 @@ from solutions.ex12_distributed_epochs import TRAINING_POLICY, DistributedEpochS
 
 
 def exact_mean(scores: Sequence[float]) -> float:
-    totals = torch.tensor([sum(scores), len(scores)])  # float32
+    totals = torch.tensor([float(sum(scores)), float(len(scores))], dtype=torch.float32)
     dist.all_reduce(totals, op=dist.ReduceOp.SUM)
     return (totals[0] / totals[1]).item()
