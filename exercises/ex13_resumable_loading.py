@@ -47,7 +47,7 @@ class ResumableLoader:
       and is batched with the new size;
     - `load_state_dict` raises ValueError, saying what does not match, for a state saved over a dataset of
       another length, a state missing a key or holding a value of the wrong type, a negative position and a
-      position past the end of the epoch.
+      position past the end of the epoch, before changing anything: a refused state leaves the loader as it was.
     """
 
     def __init__(self, dataset: Sized, batch_size: int, seed: int = 0, num_workers: int = 0) -> None:

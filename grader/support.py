@@ -154,6 +154,11 @@ def pipe_traffic() -> Iterator[PipeTraffic]:
             cls._recv_bytes = original
 
 
+# Where a contract bounds "any image", the pixel check compares this many training images: every one of ci's 200,
+# and as many spread evenly over a larger profile (a decode of each, about 2 s on 2 cores).
+ANY_IMAGE_SAMPLES = 200
+
+
 def dataset_samples(split: str, count: int | None = None) -> list[Sample]:
     """`count` samples of a split of the active dataset, spread evenly over its (sorted) files."""
     samples = list_samples(dataset_dir() / split)

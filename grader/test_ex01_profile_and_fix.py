@@ -31,7 +31,8 @@ def test_bottleneck_is_named(grade):
 
 @pytest.mark.step(*CLEAN)
 def test_batches_match_reference(grade):
-    """load_batches gives uint8 (N, 224, 224, 3) centre crops equal to the reference, labels in order, last batch kept."""
+    """load_batches gives uint8 (N, 224, 224, 3) centre crops equal to the reference (every training image of ci, 200
+    spread evenly on larger profiles), labels in order, last batch kept."""
     grade()
 
 

@@ -16,7 +16,8 @@ def test_sample_weights_are_per_sample(grade):
 
 @pytest.mark.step(2, "balanced epochs")
 def test_batches_have_the_right_layout(grade):
-    """Batches are (uint8 (N, 3, 224, 224), int64 (N,)) tensors; epoch_length=21, batch_size=4 gives 4, 4, 4, 4, 4, 1."""
+    """Batches are (uint8 (N, 3, 224, 224), int64 (N,)) tensors; epoch_length=21, batch_size=4 gives 4, 4, 4, 4, 4, 1
+    (and batch_size=5 gives 5, 5, 5, 5, 1); num_workers=None builds usable_cores() workers, 1 and 3 are kept."""
     grade()
 
 
@@ -29,7 +30,7 @@ def test_labels_match_the_images(grade):
 @pytest.mark.step(2, "balanced epochs")
 def test_epoch_has_the_asked_length(grade):
     """An epoch draws exactly epoch_length samples (the dataset's size by default; shorter and longer than the
-    dataset too): balance never drops samples."""
+    dataset too, and 1, the shortest legal epoch): balance never drops samples."""
     grade()
 
 

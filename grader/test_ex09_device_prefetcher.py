@@ -22,7 +22,8 @@ def test_copies_uint8_and_converts_on_the_device(grade):
 
 @pytest.mark.step(2, "look ahead, errors, close")
 def test_next_copy_is_issued_before_handing_over(grade):
-    """When batch k is handed over, batches up to k+depth-1 are already taken and sent (and not many more)."""
+    """With depth 1, 2 and 3: when batch k is handed over, exactly batches up to k+depth-1 are taken and sent (fewer
+    at the loader's end), none more."""
     grade()
 
 

@@ -24,8 +24,8 @@ def test_uint8_items_normalised_per_batch(grade):
 
 @pytest.mark.step(3, "workers")
 def test_train_loader_uses_workers(grade):
-    """make_loaders(num_workers=None) gives the train loader 1 to usable_cores() worker processes; an explicit count
-    is passed through unchanged."""
+    """make_loaders(num_workers=None) gives the train loader usable_cores() worker processes, persistent (in the val
+    loader too, where it has workers); an explicit count is passed through unchanged."""
     grade()
 
 
@@ -51,27 +51,31 @@ def test_augmentation_differs_between_workers_and_epochs(grade):
 @pytest.mark.step(5, "augmentation and order")
 def test_epochs_are_new_permutations(grade):
     """The train loader's sampler gives every sample once per epoch, in a new order each epoch (not the file order,
-    at most 20% of consecutive pairs kept from the epoch before)."""
+    at most 20% of consecutive pairs kept from the epoch before); the same seed gives the same order, another seed
+    another."""
     grade()
 
 
 @pytest.mark.step(5, "augmentation and order")
 def test_val_items_are_centre_crops(grade):
     """Val items are the same on every pass, in file order, within 6 levels on average (14 at worst) of the reference
-    short-side-72 resize and centre 64 crop; the val loader keeps file order."""
+    short-side-72 resize and centre 64 crop (either rounding of the long side and the offset), on every val image of
+    ci (at most 200, evenly spread, on larger profiles); the val loader keeps file order."""
     grade()
 
 
 @pytest.mark.step(6, "device options and timing")
 def test_pin_memory_only_for_cuda(grade):
-    """pin_memory is set on both loaders exactly when the device is CUDA (loaders built, never iterated)."""
+    """pin_memory is set on both loaders exactly when the device is CUDA, given as a torch.device or a str, with or
+    without an index (loaders built, never iterated)."""
     grade()
 
 
 @pytest.mark.step(6, "device options and timing")
 def test_time_training_leaves_out_warmup(grade):
-    """time_training on a loader whose first batch comes 1.0 s late reports 0.6x to 1.7x the steady rate measured
-    from outside after 2 warm-up batches."""
+    """time_training on a loader whose first batch comes 0.5 s late, with warmup_batches 1 and 3: its rate times the
+    time from the first batch after the warm-up to the pass's end is the count of images trained then (half a batch
+    either way)."""
     grade()
 
 

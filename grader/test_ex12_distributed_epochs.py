@@ -10,9 +10,9 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 
 @pytest.mark.step(1, "one epoch split")
 def test_evaluation_covers_every_sample_once(grade):
-    """Evaluation: the ranks' shares hold every index of range(N) exactly once (no padding) and differ by at most one
-    sample, for N that divides by world_size and N that does not, more ranks than samples, and N = 0; len(sampler)
-    counts what it yields."""
+    """Evaluation: the ranks' shares hold every index of range(N) exactly once (no padding), for N that divides by
+    world_size and N that does not, more ranks than samples, and N = 0; the shares differ by at most one sample;
+    len(sampler) counts what it yields."""
     grade()
 
 
@@ -27,7 +27,7 @@ def test_training_ranks_get_equal_batch_counts(grade):
 @pytest.mark.step(1, "one epoch split")
 def test_set_epoch_changes_the_order(grade):
     """set_epoch(e) chooses the training order: epochs 0 and 1 differ, epoch 0 again is epoch 0, two samplers with
-    the same seed agree, another seed gives another order."""
+    the same seed agree, another seed gives another order; under 'drop' every sample is trained on within 6 epochs."""
     grade()
 
 
@@ -44,16 +44,16 @@ def test_real_ranks_train_in_lockstep(grade):
 # Under spawn: the ranks import this exercise by name and gather as in real_ranks_train_in_lockstep.
 @pytest.mark.spawn_covered_by("real_ranks_train_in_lockstep")
 def test_exact_mean_over_real_ranks(grade):
-    """On 2 ranks over 7 samples and 3 over 11, exact_mean of the evaluation shares' scores is the mean over all
-    samples, each counted once, on every rank (within 1e-9)."""
+    """On 2 ranks over 7 samples, 3 over 11 and 3 over 2 (one rank with no scores), exact_mean of the evaluation shares' scores is the mean over all
+    samples, each counted once, on every rank (within 1e-6), and a miss says whether it was a mean of means."""
     grade()
 
 
 @pytest.mark.step(3, "workers")
 @pytest.mark.timeout_s(120)
 def test_stream_keeps_the_order_for_any_worker_count(grade):
-    """A DataLoader over WorkerSplitStream(sampler, 3) gives the sampler's indices once each, in the sampler's order
-    and batches, with 0, 2 and 3 workers."""
+    """A DataLoader over WorkerSplitStream(sampler, b) gives the sampler's indices once each, in the sampler's order
+    and batches: b=3 with 0, 2 and 3 workers, b=4 with 2."""
     grade()
 
 

@@ -19,7 +19,8 @@ def test_epoch_order_follows_seed_and_epoch(grade):
 def test_resume_gives_the_rest_of_the_epoch(grade):
     """A state saved after 0, 1, 4, 7 or all 8 batches of epoch 2, loaded by a fresh loader, gives the uninterrupted
     epoch's batches from there on (nothing after the last); set_epoch with the saved epoch keeps the position, with
-    another drops it; a loader with batch_size 3 resumes at the same sample."""
+    another drops it; a second iter() after the resumed one starts the epoch from its first batch; a loader with
+    batch_size 3 resumes at the same sample."""
     grade()
 
 
@@ -56,7 +57,8 @@ def test_resume_reads_only_the_rest(grade):
 @pytest.mark.step(4, "bad input")
 def test_bad_state_gets_a_clear_error(grade):
     """load_state_dict raises ValueError for a state saved over another dataset length (the message names both), a
-    state missing any key, any value of the wrong type, a negative position and a position past the epoch."""
+    state missing any key, any value of the wrong type, a negative position and a position past the epoch (every int
+    that counts the position, whatever the state's shape), and leaves the loader as it was (state and next epoch)."""
     grade()
 
 

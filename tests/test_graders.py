@@ -35,7 +35,7 @@ class Planted:
     too_slow_for: str | None       # the throughput check it must miss when timed directly
     scaled_by_cores: bool          # that target is skipped on one core by design
     quiet: bool                    # its failing timed check prints its comparison table and nothing else
-    needs: str | None              # "cuda": only a CUDA device can show the defect
+    needs: str | None              # "cuda": only a CUDA device can show the defect; "two cores": only 2+ cores
 
 
 def _planted() -> dict[str, Planted]:
@@ -61,6 +61,9 @@ def skip_unless_it_can_show(planted: Planted) -> None:
 
         if not torch.cuda.is_available():
             pytest.skip(f"{planted.folder} shows its defect only on a CUDA device, and this machine has none")
+    elif planted.needs == "two cores":
+        if usable_cores() < 2:
+            pytest.skip(f"{planted.folder} shows its defect only with two usable cores or more, and this machine has one")
     elif planted.needs is not None:
         raise AssertionError(f"{planted.folder}: unknown `needs = {planted.needs!r}` in expect.toml")
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import batch_layout, dataset_samples, require, within
+from grader.support import ANY_IMAGE_SAMPLES, batch_layout, dataset_samples, require, within
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import Sample, broken_files, list_samples, reference_crop
@@ -105,9 +105,15 @@ def _check_batches(batches: list[Any], samples: list[Sample], batch_size: int, s
     images, labels = batch_layout(batches, len(samples), batch_size, setting)
     assert labels == [s.label for s in samples], f"{prefix}labels are not the samples' labels in sample order"
     references = references or [reference_crop(s.path) for s in samples]
-    differences = [crop_distance(image, reference) for image, reference in zip(images, references)]
+    # Unaligned first (one of crop_distance's alignments, so never below it): where that is within both
+    # tolerances the best alignment is too, and the 18 alignments of every image need not be tried.
+    differences = [float(np.abs(image.astype(np.float32)[1:-1, 1:-1] - reference[1:-1, 1:-1]).mean())
+                   for image, reference in zip(images, references)]
     if not differences:
         return
+    if max(differences) > ALIGNED_WORST_TOLERANCE or (
+            len(differences) >= MEAN_OVER_AT_LEAST and np.mean(differences) > ALIGNED_MEAN_TOLERANCE):
+        differences = [crop_distance(image, reference) for image, reference in zip(images, references)]
     worst = int(np.argmax(differences))
     mean = float(np.mean(differences)) if len(differences) >= MEAN_OVER_AT_LEAST else 0.0
     assert mean <= ALIGNED_MEAN_TOLERANCE and differences[worst] <= ALIGNED_WORST_TOLERANCE, (
@@ -299,8 +305,8 @@ def bottleneck_is_named(ex: ModuleType) -> None:
 
 def batches_match_reference(ex: ModuleType) -> None:
     load_batches = require(ex, "load_batches")
-    samples = dataset_samples("train", 40)
-    batches = _run(ex, "load_batches(40 samples, batch_size=16)",
+    samples = dataset_samples("train", ANY_IMAGE_SAMPLES)   # "10 for any one image": every image of ci
+    batches = _run(ex, f"load_batches({len(samples)} samples, batch_size=16)",
                    lambda: list(load_batches(samples, batch_size=16, skipped=[])), "These files are all readable.")
     _check_batches(batches, samples, 16)
 

@@ -38,6 +38,13 @@ CLEAN_CURVES: list[tuple[Curve, Sequence[int], float, int]] = [
     ({0: 50, 1: 95, 2: 100, 4: 101}, [4, 2, 2, 0, 4, 1], 0.05, 2),           # duplicates count once
     ({1: 92, 2: 100}, [1, 2], 0.10, 1),                                      # 8% below the best is within 10%
     ({1: 99, 2: 100, 3: 100}, [3, 2, 1], 0.0, 2),                            # none: the fastest; ties: the smallest
+    # Near the line, where other formulas part from the contract's median >= (1 - tolerance) x best: best / (1 +
+    # tolerance) draws it at 95.24 and 90.91, so 95.1 and 90.5 are in by the contract and out by that; 94.9 and 89.9
+    # are out by both (never exactly on the line: 1 - 95 / 100 <= 0.05 is False in floating point).
+    ({1: 95.1, 2: 100}, [1, 2], 0.05, 1),
+    ({1: 94.9, 2: 100}, [1, 2], 0.05, 2),
+    ({1: 90.5, 2: 100}, [2, 1], 0.10, 1),
+    ({1: 89.9, 2: 100}, [2, 1], 0.10, 2),
 ]
 # (curve, {candidate: [(which of its runs is an outlier, factor), ...]}, repeats, the answer)
 NOISY_CURVES: list[tuple[Curve, dict[int, list[tuple[int, float]]], int, int]] = [

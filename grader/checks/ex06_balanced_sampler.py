@@ -196,6 +196,20 @@ def batches_have_the_right_layout(ex: ModuleType) -> None:
         assert isinstance(labels, torch.Tensor) and labels.dtype == torch.int64 and labels.ndim == 1, (
             f"labels must be a 1-D int64 torch tensor, got {getattr(labels, 'dtype', type(labels))} "
             f"{tuple(getattr(labels, 'shape', ()))}")
+    with _small_subset() as split_dir:
+        # Built, never iterated (nothing decoded): another batch size, and the worker counts the contract names.
+        sizes = [len(batch) for batch in _make(ex, split_dir, 5, seed=SEED, epoch_length=21).batch_sampler]
+        assert sizes == [5, 5, 5, 5, 1], (
+            f"epoch_length=21, batch_size=5 gave batches of {sizes}, expected [5, 5, 5, 5, 1]: pass batch_size on "
+            "to the DataLoader.")
+        cores = usable_cores()
+        for asked, wanted in ((None, cores), (1, 1), (3, 3)):
+            chosen = _make(ex, split_dir, 4, num_workers=asked, seed=SEED).num_workers
+            assert chosen == wanted, (
+                f"make_balanced_loader(split_dir, 4, num_workers={asked}) built a DataLoader with num_workers="
+                f"{chosen}, on {cores} usable cores: "
+                + ("num_workers=None means one worker process per usable core (loaderlab.machine.usable_cores), no "
+                   "more and no fewer." if asked is None else "pass an explicit worker count on unchanged."))
 
 
 def labels_match_the_images(ex: ModuleType) -> None:
@@ -227,8 +241,13 @@ def labels_match_the_images(ex: ModuleType) -> None:
 def epoch_has_the_asked_length(ex: ModuleType) -> None:
     split_dir = _imbalanced_train()
     size = len(list_samples(split_dir))
-    for asked, batch_size in ((None, 32), (1000, 64), (size // 3, 16)):
-        loader = _make(ex, split_dir, batch_size, seed=SEED, epoch_length=asked)
+    for asked, batch_size in ((None, 32), (1000, 64), (size // 3, 16), (1, 4)):   # 1: the shortest legal epoch
+        try:
+            loader = _make(ex, split_dir, batch_size, seed=SEED, epoch_length=asked)
+        except ValueError as err:
+            raise AssertionError(
+                f"make_balanced_loader(..., {batch_size}, epoch_length={asked}) raised ValueError: {err}. Only an "
+                "epoch_length below 1 is refused: 1 is the shortest legal epoch.") from err
         want = size if asked is None else asked
         indices = _epoch_indices(loader, want)
         assert len(indices) == want, (

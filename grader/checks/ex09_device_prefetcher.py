@@ -326,7 +326,7 @@ def next_copy_is_issued_before_handing_over(ex: ModuleType) -> None:
 
     device = default_device()
     sizes = (4,) * 8
-    for depth in (2, 3):
+    for depth in (1, 2, 3):   # 1, the smallest legal depth: no look-ahead at all
         source = _batches(sizes)
         taken = [0]
 
@@ -355,10 +355,13 @@ def next_copy_is_issued_before_handing_over(ex: ModuleType) -> None:
                 f"loader; {min(number + depth, len(source))} should have been. The next batch is sent to the device "
                 "only when the caller asks for it, after its step on this one: the copy never overlaps the compute. "
                 "Send the next depth-1 batches on their way BEFORE returning the current one.")
-            assert count <= number + depth + 1, (
-                f"{setting}: when batch {number} was handed over, {count} batches had been taken from the loader: "
-                f"more than depth ahead. Hold at most depth (+1) batches: each one is device memory (and pinned "
-                "host memory).")
+            assert count <= number + depth, (
+                f"{setting}: when batch {number} was handed over, {count} batches had been taken from the loader, "
+                f"{count - number - depth} more than depth={depth} allows ({number + depth}: this one and the "
+                f"{depth - 1} after it). Each batch held is device memory (and pinned host memory): take the next "
+                "batch from the loader only when one leaves the queue, and stop at depth"
+                + (" (depth=1 means no look-ahead: take batch k+1 only when the caller asks for it)." if depth == 1
+                   else "."))
 
 
 def loader_errors_surface_and_close_stops_it(ex: ModuleType) -> None:

@@ -38,8 +38,15 @@ RANK_TIMEOUT_S = 10.0
 # runs of a check measured on 2 cores. Two runs per check must fit its 90 s limit with room to report.
 RANK_STARTUP_S = 30.0
 STREAM_SIZE, STREAM_WORLD, STREAM_RANK, STREAM_BATCH = 23, 2, 1, 3
-STREAM_WORKERS = (0, 2, 3)            # one rank's stream; under spawn each worker start costs a torch import
-MEAN_TOLERANCE = 1e-9
+# One rank's stream, (num_workers, batch_size): under spawn each worker start costs a torch import.
+STREAM_RUNS = ((0, STREAM_BATCH), (2, STREAM_BATCH), (3, STREAM_BATCH), (2, STREAM_BATCH + 1))
+# exact_mean's contract: within 1e-6 of the exact mean. float32 sums and counts land within 1e-8 here (measured:
+# 6.8e-9 and 1.0e-8 for the two runs below); a mean of the ranks' means is 1.8e-2 and 2.6e-3 off; bfloat16, 4.5e-4.
+MEAN_TOLERANCE = 1e-6
+MEAN_RUNS = ((2, 7), (3, 11), (3, 2))   # (world_size, dataset_size): unequal shares; more ranks than samples
+# Training under 'drop': over this many epochs every sample must be trained on (the dropped tail changes with the
+# permutation); a sampler that drops the same samples every epoch never trains on them.
+DROP_EPOCHS, DROP_SPLITS = 6, ((11, 2), (14, 3))
 PERSISTENT_WORKERS, PERSISTENT_EPOCHS = 2, 3  # workers kept across epochs: set_epoch must still reach them
 
 
@@ -191,12 +198,12 @@ def evaluation_covers_every_sample_once(ex: ModuleType) -> None:
             f"{where}: " + (f"indices {missing[:5]} never come out ({len(missing)} missing)" if missing else
                             f"indices {outside[:5]} are outside range(0, {dataset_size})")
             + ": the ranks' shares must add up to range(dataset_size) exactly, the tail that does not divide included.")
-        sizes = [len(share) for share in shares]
-        assert max(sizes) - min(sizes) <= 1, (
-            f"{where}: the ranks' shares hold {sizes} samples, which must differ by at most one sample: otherwise "
-            "some ranks sit idle while another scores most of the split, and evaluation takes as long as on one "
-            "process. Deal the indices round-robin (range(rank, dataset_size, world_size)), or in contiguous blocks "
-            "whose sizes differ by at most one.")
+        lengths = [len(share) for share in shares]
+        assert max(lengths) - min(lengths) <= 1, (
+            f"{where}: the ranks' shares hold {lengths} samples: unbalanced. Every sample is scored once, but the "
+            "rank with the most does the evaluation's work while the others wait for it: split range(dataset_size) "
+            "so that the shares differ by at most one sample (every world_size-th index from the rank, or blocks of "
+            "dataset_size // world_size with the remainder spread one each over the first ranks).")
 
 
 def training_ranks_get_equal_batch_counts(ex: ModuleType) -> None:
@@ -238,6 +245,19 @@ def set_epoch_changes_the_order(ex: ModuleType) -> None:
         "global generator).")
     other = epoch_order(_sampler(ex, size, world_size, 0, True, seed=2), 1)
     assert other != second, "seeds 1 and 2 give the same order: the seed must reach the permutation."
+    if _policy(ex) != "drop":
+        return
+    for dataset_size, ranks in DROP_SPLITS:
+        trained: set[int] = set()
+        for epoch in range(DROP_EPOCHS):
+            trained.update(index for share in _shares(ex, dataset_size, ranks, True, epoch=epoch, seed=4)
+                           for index in share)
+        never = sorted(set(range(dataset_size)) - trained)
+        assert not never, (
+            f"training over {dataset_size} samples on {ranks} ranks (seed 4), epochs 0 to {DROP_EPOCHS - 1}: samples "
+            f"{never} were never trained on. Under TRAINING_POLICY = 'drop' the {dataset_size % ranks} dropped each "
+            "epoch must be the permutation's last ones, so they change from epoch to epoch; dropping the same samples "
+            "(the last indices of range(dataset_size), say) leaves them out of training for good.")
 
 
 # ---- step 2: real ranks ---------------------------------------------------------------------------
@@ -271,13 +291,17 @@ def real_ranks_train_in_lockstep(ex: ModuleType) -> None:
 
 def exact_mean_over_real_ranks(ex: ModuleType) -> None:
     require(ex, "exact_mean")
-    for world_size, dataset_size in ((2, 7), (3, 11)):
+    for world_size, dataset_size in MEAN_RUNS:
         what = f"exact_mean on {world_size} ranks over {dataset_size} samples"
         with no_leaks(what):
             results = run_ranks(_evaluate_on_rank, world_size, timeout_s=RANK_TIMEOUT_S, startup_timeout_s=RANK_STARTUP_S,
                                 args=(ex.__name__, dataset_size, RANK_BATCH))
         if not all(r.ok for r in results):
-            raise _rank_failure(results, what, "every rank must call exact_mean (it is a collective), and return.")
+            empty = "ZeroDivisionError" in "".join(r.detail for r in results) and dataset_size < world_size
+            raise _rank_failure(results, what, "every rank must call exact_mean (it is a collective), and return"
+                                + (": a rank whose evaluation share is empty (more ranks than samples) passes no "
+                                   "scores, and must still join the all_reduce with a sum and a count of 0; divide "
+                                   "only the totals." if empty else "."))
         truth = sum(score_of(index) for index in range(dataset_size)) / dataset_size
         scored = {r.rank: r.value[1] for r in results}
         assert sum(scored.values()) == dataset_size, (
@@ -286,12 +310,27 @@ def exact_mean_over_real_ranks(ex: ModuleType) -> None:
                "those repeats are scored twice. Evaluation must give every sample to exactly one rank."
                if sum(scored.values()) > dataset_size else "samples are missing from the evaluation split."))
         means = {r.rank: r.value[0] for r in results}
+        shares = [_drawn(_sampler(ex, dataset_size, world_size, rank, False), "the evaluation sampler", dataset_size)
+                  for rank in range(world_size)]
+        of_means = sum(sum(map(score_of, share)) / len(share) for share in shares if share) / world_size
         for rank, mean in means.items():
-            assert abs(mean - truth) <= MEAN_TOLERANCE, (
-                f"{what}: rank {rank} got {mean:.6f}, the true mean of all {dataset_size} scores is {truth:.6f} "
-                f"(every rank got {means}). The ranks scored {scored} samples: a mean of the ranks' means weighs a "
-                "rank's sample by 1 / (its rank's count), so unequal shares skew it. all_reduce the SUM of the scores "
-                "and their COUNT, then divide, on every rank.")
+            if abs(mean - truth) <= MEAN_TOLERANCE:
+                continue
+            if abs(mean - of_means) <= MEAN_TOLERANCE:
+                raise AssertionError(
+                    f"{what}: rank {rank} got {mean:.9f}, the true mean of all {dataset_size} scores is {truth:.9f}, "
+                    f"and the mean of the ranks' means is {of_means:.9f}: that is what it computed. The ranks scored "
+                    f"{scored} samples: a mean of the ranks' means weighs a rank's sample by 1 / (its rank's count), "
+                    "so unequal shares skew it. all_reduce the SUM of the scores and their COUNT, then divide, on "
+                    "every rank.")
+            raise AssertionError(
+                f"{what}: rank {rank} got {mean:.9f}, the true mean of all {dataset_size} scores is {truth:.9f}: "
+                f"{abs(mean - truth):.1e} off, more than the {MEAN_TOLERANCE:g} the contract allows (every rank got "
+                f"{means}). It is not the mean of the ranks' means ({of_means:.9f}): "
+                + ("the ranks returned different values, and every rank must return the same mean (all_reduce, not "
+                   "reduce to one rank)." if len(set(means.values())) > 1 else
+                   "sum and count in float32 or float64 (a half-precision tensor rounds the sum), and all_reduce "
+                   "both with the SUM op, every sample once."))
 
 
 # ---- step 3: workers ----------------------------------------------------------------------------
@@ -301,13 +340,13 @@ def stream_keeps_the_order_for_any_worker_count(ex: ModuleType) -> None:
     sampler = _sampler(ex, STREAM_SIZE, STREAM_WORLD, STREAM_RANK, True, seed=3)
     sampler.set_epoch(2)
     order = _drawn(sampler, "the sampler", STREAM_SIZE)
-    expected = [order[start:start + STREAM_BATCH] for start in range(0, len(order), STREAM_BATCH)]
-    for workers in STREAM_WORKERS:
-        what = (f"DataLoader(WorkerSplitStream(sampler of rank {STREAM_RANK}), batch_size={STREAM_BATCH}, "
+    for workers, batch_size in STREAM_RUNS:
+        expected = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+        what = (f"DataLoader(WorkerSplitStream(sampler of rank {STREAM_RANK}, {batch_size}), batch_size={batch_size}, "
                 f"num_workers={workers})")
 
         def load() -> list[list[int]]:
-            loader = DataLoader(stream_class(sampler, STREAM_BATCH), batch_size=STREAM_BATCH,
+            loader = DataLoader(stream_class(sampler, batch_size), batch_size=batch_size,
                                 num_workers=workers, timeout=30 if workers else 0)
             return [batch.tolist() for batch in loader]
 
@@ -321,7 +360,7 @@ def stream_keeps_the_order_for_any_worker_count(ex: ModuleType) -> None:
             + ": each worker gets its own copy of the stream, so each must yield only its part (read "
             "get_worker_info() in __iter__), and the parts must add up to the sampler's indices once.")
         assert batches == expected, (
-            f"{what} gave the batches {batches[:4]}..., but the sampler's order in batches of {STREAM_BATCH} is "
+            f"{what} gave the batches {batches[:4]}..., but the sampler's order in batches of {batch_size} is "
             f"{expected[:4]}...: the order changed with the number of workers. The DataLoader takes one batch from "
             "each worker in turn, and each worker batches what IT yields: give worker w whole batches (batch i to "
             "worker i % n), not every n-th sample.")

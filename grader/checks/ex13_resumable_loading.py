@@ -42,6 +42,7 @@ RECEIVED_WITH_WORKERS = 3                # batches the loop takes from a 2-worke
 # Measured (torch 2.14.1, this 2-core box): with 2 workers, after the loop received k batches the sampler had
 # handed out k + 4 (prefetch_factor 2 x 2 workers); with 0 workers, exactly k.
 AHEAD_WITH_WORKERS = 2 * WORKERS
+BAD_BEFORE_EPOCH, BAD_BEFORE_AT = 2, 2     # what the loader held before a refused load: epoch 2, 2 batches received
 LOAD_TIMEOUT_S = 60                      # one epoch of 30 tiny items: milliseconds; spawn-started workers import torch first
 # Killed runs: (workers in the killed run, batches it received before the kill, workers of the resumed run).
 # Under spawn every worker start imports torch anew (2-3 s on 2 cores): the next epoch after the resume is
@@ -283,11 +284,19 @@ def resume_gives_the_rest_of_the_epoch(ex: ModuleType) -> None:
             + (" load_state_dict restores the epoch as well: a fresh loader starts at epoch 0." if rest == _rest_of_epoch0(ex, received) else ""))
     middle = RESUME_AT[2]
     _, state = _saved_after(ex, middle)
-    kept = _take(_resumed(ex, state, set_epoch=EPOCH), None, "the resumed epoch")
+    resumed = _resumed(ex, state, set_epoch=EPOCH)
+    kept = _take(resumed, None, "the resumed epoch")
     assert kept == reference[middle:], (
         f"load_state_dict (after {middle} batches of epoch {EPOCH}) then set_epoch({EPOCH}), as a training loop does "
         "at the top of every epoch: the rest must still start where the state left off; set_epoch with the saved "
         "epoch keeps the loaded position.")
+    again = _take(resumed, None, "a second iter() after the resumed one")
+    assert again == reference, (
+        f"after load_state_dict (after {middle} batches of epoch {EPOCH}) and the resumed iteration, a second iter() "
+        f"of the same loader gave {again[:2]}..., not epoch {EPOCH} from its first batch {reference[:2]}...: "
+        + ("it resumed at the loaded position again. " if again == reference[middle:] else "")
+        + "Only the first iter() after load_state_dict continues the saved epoch: that iter() uses the loaded "
+        "position up, and any later one starts the current epoch from the beginning.")
     dropped = _take(_resumed(ex, state, set_epoch=EPOCH + 1), None, "the next epoch")
     assert dropped == _epoch(ex, EPOCH + 1), (
         f"load_state_dict (after {middle} batches of epoch {EPOCH}) then set_epoch({EPOCH + 1}) must give epoch "
@@ -468,8 +477,15 @@ def resume_reads_only_the_rest(ex: ModuleType) -> None:
 
 # ---- step 4: bad input ---------------------------------------------------------------------------
 
-def _refusal(ex: ModuleType, state: Any, size: int = SIZE) -> BaseException | None:
+def _refusal(ex: ModuleType, state: Any, size: int = SIZE, before: dict[str, Any] | None = None) -> BaseException | None:
+    """What load_state_dict(state) raised (None: it accepted it), on a loader that had loaded `before` (a state
+    of epoch BAD_BEFORE_EPOCH) or, over another size, was set to that epoch; a refusal must leave it as it was."""
     loader = _loader(ex, IndexedItems(size))
+    if before is not None:
+        within(10, "load_state_dict(a good state)", lambda: loader.load_state_dict(before))
+    else:
+        within(10, f"set_epoch({BAD_BEFORE_EPOCH})", lambda: loader.set_epoch(BAD_BEFORE_EPOCH))
+    kept = _json(within(10, "state_dict()", loader.state_dict), "before the refused load")
 
     def load() -> BaseException | None:
         try:
@@ -480,7 +496,22 @@ def _refusal(ex: ModuleType, state: Any, size: int = SIZE) -> BaseException | No
             return err
         return None
 
-    return within(10, "load_state_dict", load)
+    error = within(10, "load_state_dict", load)
+    if error is None:
+        return None
+    after = _json(within(10, "state_dict()", loader.state_dict), "after a refused load")
+    changed = (f"state_dict() was {kept} before and {after} after" if after != kept else None)
+    if changed is None and before is not None:
+        rest = _take(loader, None, "the iteration after a refused load_state_dict")
+        expected = _epoch(ex, BAD_BEFORE_EPOCH)[BAD_BEFORE_AT:]
+        if rest != expected:
+            changed = (f"the next iter() gave {rest[:2]}... instead of the rest of epoch {BAD_BEFORE_EPOCH} from batch "
+                       f"{BAD_BEFORE_AT}, {expected[:2]}..., which the loader held before")
+    assert changed is None, (
+        f"load_state_dict refused {state} with {type(error).__name__}: {error}, but changed the loader before "
+        f"refusing it: {changed}. A checkpoint that does not fit must leave the loader as it was (the caller may "
+        "catch the error and go on with what it has): check the whole state first, then assign.")
+    return error
 
 
 def _wrong_type(value: Any) -> Any:
@@ -493,20 +524,23 @@ def bad_state_gets_a_clear_error(ex: ModuleType) -> None:
     _, state = _saved_after(ex, 3, epoch=1)
     state = _json(state, "after 3 batches")
     _, later = _saved_after(ex, 5, epoch=1)
-    changed = [key for key in state if state.get(key) != later.get(key)]
-    assert len(changed) == 1 and type(state[changed[0]]) is int, (
-        f"between 3 and 5 batches received, the state's keys {changed} changed (from {state} to {later}): the grader "
-        "looks for the one int that counts how far the loop got.")
-    position = changed[0]
+    _, before = _saved_after(ex, BAD_BEFORE_AT, epoch=BAD_BEFORE_EPOCH)
+    before = _json(before, f"after {BAD_BEFORE_AT} batches")
+    # The position: whatever ints changed between 3 and 5 batches received (the state's shape is the learner's).
+    positions = [key for key in state if state.get(key) != later.get(key) and type(state[key]) is int]
+    assert positions, (
+        f"between 3 and 5 batches received, no int of the state changed (from {state} to {later}): the state must "
+        "count the samples the loop has received.")
     cases: list[tuple[str, Any, int]] = [
         (f"a state saved for a dataset of {SIZE} samples, loaded by a loader over {SIZE + 1}", state, SIZE + 1)]
     cases += [(f"the state without its {key!r}", {k: v for k, v in state.items() if k != key}, SIZE) for key in state]
     cases += [(f"the state with {key!r} = {_wrong_type(value)!r}", state | {key: _wrong_type(value)}, SIZE)
               for key, value in state.items()]
-    cases += [(f"the state with {position!r} = -1 (negative)", state | {position: -1}, SIZE),
-              (f"the state with {position!r} = {SIZE + 1} (past the epoch of {SIZE} samples)", state | {position: SIZE + 1}, SIZE)]
+    cases += [(f"the state with {positions} = -1 (negative)", state | dict.fromkeys(positions, -1), SIZE),
+              (f"the state with {positions} = {SIZE + 1} (past the epoch of {SIZE} samples)",
+               state | dict.fromkeys(positions, SIZE + 1), SIZE)]
     for what, bad, size in cases:
-        error = _refusal(ex, bad, size)
+        error = _refusal(ex, bad, size, before if size == SIZE else None)
         assert isinstance(error, ValueError), (
             f"{what}: load_state_dict " + ("accepted it" if error is None else f"raised {type(error).__name__}: {error}")
             + ". A state that does not fit this loader would resume at the wrong sample, or crash later far from the "

@@ -1,5 +1,5 @@
-"""Exercise 12, planted defect: evaluation gives rank 0 every sample and the other ranks nothing (each sample is
-still scored once, and exact_mean still matches)."""
+"""Exercise 12, planted defect: evaluation gives rank 0 every sample and the other ranks nothing: each sample is
+scored once, but one rank does all the work while the others wait."""
 
 from solutions.ex12_distributed_epochs import DistributedEpochSampler as _Honest
 from solutions.ex12_distributed_epochs import TRAINING_POLICY, WorkerSplitStream, exact_mean  # noqa: F401
@@ -7,11 +7,11 @@ from solutions.ex12_distributed_epochs import TRAINING_POLICY, WorkerSplitStream
 
 class DistributedEpochSampler(_Honest):
     def __iter__(self):
-        if self.training:
-            return super().__iter__()
-        return iter(range(self.dataset_size) if self.rank == 0 else [])  # planted: rank 0 does all the work
+        if not self.training:
+            return iter(range(self.dataset_size) if self.rank == 0 else [])  # planted: no split at all
+        return super().__iter__()
 
     def __len__(self):
-        if self.training:
-            return super().__len__()
-        return self.dataset_size if self.rank == 0 else 0
+        if not self.training:
+            return self.dataset_size if self.rank == 0 else 0
+        return super().__len__()
