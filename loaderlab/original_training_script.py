@@ -21,7 +21,8 @@ The contract (keep these names and signatures; fix the bodies):
   An image that does not decode raises an error that names its file.
 - `make_loaders(data_dir, device, seed=SEED, num_workers=None) -> (train_loader, val_loader)`: DataLoaders of
   batches of BATCH_SIZE; the train loader shuffles every epoch (a new permutation, seeded by `seed`), the val loader
-  keeps file order. `num_workers=None` means one worker process per usable core (`loaderlab.machine.usable_cores`);
+  keeps file order. `num_workers=None` means one worker process per usable core (`loaderlab.machine.usable_cores`),
+  kept alive from epoch to epoch (workers, where there are any, persist);
   `pin_memory` only when `device` is CUDA.
 - `to_model_input(images, device) -> torch.Tensor`: a uint8 (N, 3, S, S) batch to float32 on `device`, scaled to
   0..1 and normalised by MEAN and STD, the whole batch at once, after the copy.
