@@ -13,10 +13,13 @@ from typing import Any
 
 from grader.catalog import Check, Exercise, exercises
 from grader.results import NOT_STARTED, NOT_TIMED, PASS, read_results
-from loaderlab.paths import GRADER_DIR
+from loaderlab.paths import GRADER_DIR, REPO_ROOT
 
 NOT_GRADED = "not graded yet"
 DONE = "done"
+# A stub that is a complete program fails its checks as shipped (the capstone's script, with its planted defects):
+# while the learner's file is still this frozen original, the exercise is not begun, whatever its grades say.
+SHIPPED_AS = {"ex11_training_script": REPO_ROOT / "loaderlab" / "original_training_script.py"}
 
 
 def check_statuses(entry: dict[str, Any] | None) -> dict[str, str]:
@@ -54,13 +57,19 @@ def first_open_check(exercise: Exercise, saved: dict[str, str]) -> Check | None:
     return None
 
 
+def untouched(exercise: Exercise, exercises_dir: Path = REPO_ROOT / "exercises") -> bool:
+    """Whether the learner's file is still the complete stub as shipped (only for stubs that are complete programs)."""
+    original, mine = SHIPPED_AS.get(exercise.name), exercises_dir / f"{exercise.name}.py"
+    return original is not None and mine.is_file() and mine.read_bytes() == original.read_bytes()
+
+
 def next_action(exercise: Exercise, saved: dict[str, str]) -> list[str]:
     """What to do next in this exercise, and the command that does it."""
     grader_file = f"grader/test_{exercise.name}.py"
     check = first_open_check(exercise, saved)
     if check is None:
         return []
-    if not saved or all(s == NOT_STARTED for s in saved.values()):
+    if not saved or all(s == NOT_STARTED for s in saved.values()) or untouched(exercise):
         read = f"work through notebooks/{exercise.notebook}.ipynb, then " if exercise.notebook else ""
         return [f"Next: {exercise.name}: {read}fill in the TODOs of exercises/{exercise.name}.py.",
                 f"  run: make watch EX={exercise.short}   (re-grades on every save; or: pytest {grader_file})"]
@@ -77,7 +86,7 @@ def report(results: dict[str, Any]) -> list[str]:
     lines = [f"loaderlab progress{f' for {learner}' if learner else ''}", ""]
     done = 0
     started: list[list[str]] = []   # the next action of each exercise begun and not done, in course order
-    untouched: list[list[str]] = []
+    not_begun: list[list[str]] = []
     module = None
     for exercise in exercises():
         if exercise.module != module:
@@ -97,10 +106,11 @@ def report(results: dict[str, Any]) -> list[str]:
                 label = f"step {number}: {title}"
                 lines.append(f"    {label:<28} {group_status(checks, saved)}{cuda}")
         if status != DONE:
-            (untouched if status in (NOT_GRADED, NOT_STARTED) else started).append(next_action(exercise, saved))
+            begun = status not in (NOT_GRADED, NOT_STARTED) and not untouched(exercise)
+            (started if begun else not_begun).append(next_action(exercise, saved))
     total = len(exercises())
     lines += ["", f"{done} of {total} exercises done."]
-    lines += (started or untouched or [[]])[0] or ["Every exercise is done. notebooks/readiness_checklist.md is what to check before a long run."]
+    lines += (started or not_begun or [[]])[0] or ["Every exercise is done. notebooks/readiness_checklist.md is what to check before a long run."]
     return lines
 
 

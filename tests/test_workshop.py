@@ -76,6 +76,21 @@ def test_progress_counts_done_exercises_and_points_at_the_first_open_check(tmp_p
     assert "(no CUDA GPU here: skipped)" in text
 
 
+def test_the_capstones_stub_failing_as_shipped_does_not_count_as_begun(tmp_path: Path) -> None:
+    """Grading a fresh copy fails every check of exercise 11 (its stub is the complete script with its defects): the
+    next thing to do is still exercise 01, not the capstone."""
+    ex11 = find("ex11")
+    rows = [(ex11.name, c.name, FAIL, None) for c in ex11.checks if not c.timed]
+    rows += [(e.name, c.name, NOT_STARTED, None) for e in exercises() if e.name != ex11.name for c in e.checks]
+    text = "\n".join(progress.report(read_results(_saved(tmp_path / "r.json", *rows))))
+    assert "Next: ex01_profile_and_fix" in text, text[-600:]
+    assert progress.untouched(ex11) and not progress.untouched(find("ex01"))
+    edited = tmp_path / "exercises"
+    edited.mkdir()
+    (edited / f"{ex11.name}.py").write_text((REPO_ROOT / "exercises" / f"{ex11.name}.py").read_text() + "# begun\n")
+    assert not progress.untouched(ex11, edited), "an edited capstone script is begun"
+
+
 # ---- saved results -----------------------------------------------------------------------------
 
 def test_results_keep_the_learners_name_across_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
