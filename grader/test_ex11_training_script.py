@@ -65,6 +65,13 @@ def test_val_items_are_centre_crops(grade):
 
 
 @pytest.mark.step(6, "device options and timing")
+def test_train_and_evaluate_cover_every_batch(grade):
+    """evaluate returns the correct predictions over all the images (batches of 4, 4 and 3: not the mean of the
+    batches' accuracies); train_one_epoch takes one train_step per batch, every batch."""
+    grade()
+
+
+@pytest.mark.step(6, "device options and timing")
 def test_pin_memory_only_for_cuda(grade):
     """pin_memory is set on both loaders exactly when the device is CUDA, given as a torch.device or a str, with or
     without an index (loaders built, never iterated)."""

@@ -421,6 +421,77 @@ def val_items_are_centre_crops(ex: ModuleType) -> None:
 
 # ---- step 6: device options and timing -----------------------------------------------------------
 
+# Batches of 4, 4 and 3 whose labels make a mean of per-batch accuracies (2/3) differ from the accuracy (7/11).
+LOOP_BATCHES = ((4, 0), (4, 1), (3, 0))  # (size, every label of the batch)
+CLASSES = 10
+
+
+def _loop_batches() -> list[tuple[Any, Any]]:
+    import torch
+
+    generator = torch.Generator().manual_seed(SEED)
+    return [(torch.randint(0, 256, (size, 3, IMAGE_SIZE, IMAGE_SIZE), dtype=torch.uint8, generator=generator),
+             torch.full((size,), label, dtype=torch.int64)) for size, label in LOOP_BATCHES]
+
+
+def _says_class_zero() -> Any:
+    """A model that predicts class 0 for every input, whatever the input, with one parameter an optimiser can hold."""
+    import torch
+
+    class SaysZero(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.zeros(CLASSES))
+
+        def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+            logits = torch.zeros(len(inputs), CLASSES) + self.bias
+            logits[:, 0] += 1.0
+            return logits
+
+    return SaysZero()
+
+
+def train_and_evaluate_cover_every_batch(ex: ModuleType) -> None:
+    import torch
+
+    batches = _loop_batches()
+    correct = sum(size for size, label in LOOP_BATCHES if label == 0)
+    total = sum(size for size, _ in LOOP_BATCHES)
+    model = _says_class_zero()
+    accuracy = within(30, "evaluate(model, loader, cpu)", lambda: require(ex, "evaluate")(model, batches, "cpu"))
+    assert isinstance(accuracy, float | int) and abs(accuracy - correct / total) < 1e-9, (
+        f"evaluate on batches of {[size for size, _ in LOOP_BATCHES]} images, with a model right on {correct} of "
+        f"{total}, returned {accuracy!r}, not {correct / total:.4f}: the accuracy over the loader is the correct "
+        "predictions over all the images"
+        + (", not the mean of each batch's accuracy (the last, shorter batch weighs as much as a full one)"
+           if isinstance(accuracy, float | int) and abs(accuracy - 2 / 3) < 1e-9 else "") + ".")
+    import loaderlab.training
+
+    seen: list[int] = []
+
+    def counting_step(model: Any, optimizer: Any, inputs: Any, labels: Any) -> Any:
+        seen.append(len(labels))
+        return torch.zeros(())
+
+    train_one_epoch = require(ex, "train_one_epoch")
+    # The fixed step replaced by one that counts wherever train_one_epoch can find it: the globals of the module that
+    # defines it (the script, or one it imports it from), and loaderlab.training itself.
+    namespaces = {id(n): n for n in (vars(ex), getattr(train_one_epoch, "__globals__", {}), vars(loaderlab.training))
+                  if "train_step" in n}.values()
+    originals = [(namespace, namespace["train_step"]) for namespace in namespaces]
+    for namespace, _ in originals:
+        namespace["train_step"] = counting_step
+    try:
+        within(30, "train_one_epoch(model, optimizer, loader, cpu)", lambda: train_one_epoch(
+            model, torch.optim.SGD(model.parameters(), lr=0.1), batches, "cpu"))
+    finally:
+        for namespace, original in originals:
+            namespace["train_step"] = original
+    assert seen == [size for size, _ in LOOP_BATCHES], (
+        f"train_one_epoch on batches of {[size for size, _ in LOOP_BATCHES]} images called train_step on batches of "
+        f"{seen}: one step per batch of the loader, every batch, the last shorter one included.")
+
+
 def pin_memory_only_for_cuda(ex: ModuleType) -> None:
     import torch
 
