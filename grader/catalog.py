@@ -2,7 +2,8 @@
 
 The grader's test files are the one source of truth: a check is a `test_<check>` function there, its step is
 its `step` marker, a timed check carries `throughput`, and one marked `cuda_only` runs only where there is a
-CUDA GPU (the grader's conftest skips it elsewhere, with the reason). Progress, watch mode and the instructor's scoreboard all read this catalogue.
+CUDA GPU (the grader's conftest skips it elsewhere, with the reason). Progress, watch mode and the instructor's
+scoreboard all read this catalogue.
 """
 
 from __future__ import annotations

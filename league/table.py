@@ -6,7 +6,7 @@ Every entry does the same work on the same images: read, decode, 256-short-side 
 crop, batches of 64 (uint8 (N, 3, 224, 224) images and their labels). Before any timing, each entry
 passes the correctness gate in a process of its own: every sample once with its label, images
 224 x 224 x 3, and the pixels of a few images within the course's tolerance of
-`loaderlab.images.reference_crop` (exercise 01's: 2.0 levels on average, 6.0 for any image). An
+`loaderlab.images.reference_crop` (the course's: 2.0 levels on average, 6.0 for any image). An
 entry that does other work (a peer that skips the crop) is reported with the reason and not ranked;
 a learner's exercise that is still a stub reads "not started"; a peer that is not installed is
 listed with the command that adds it.

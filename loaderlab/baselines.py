@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from loaderlab.images import CROP, RESIZE, Sample, draft_center_crop, list_samples, resize_center_crop
+from loaderlab.images import CROP, RESIZE, Sample, draft_center_crop, resize_center_crop
 from loaderlab.sim import SlowStorage
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
@@ -65,25 +65,13 @@ def tutorial_dataloader(root: Path | str, batch_size: int = 64, num_workers: int
     return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers, **loader_options)
 
 
-class DraftCrops:
-    """Map-style dataset over an ImageFolder split: item i is (uint8 (3, 224, 224) `draft_center_crop`, label)."""
-
-    def __init__(self, root: Path | str) -> None:
-        self.samples = list_samples(root)
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-    def __getitem__(self, index: int) -> tuple[np.ndarray, int]:
-        path, label = self.samples[index]
-        return np.ascontiguousarray(draft_center_crop(path).transpose(2, 0, 1)), label
-
-
 def draft_crop_loader(root: Path | str, batch_size: int = 64, num_workers: int = 2) -> Any:
     """A CPU loader doing exercise 04's work without exercise 04's answer: JPEG draft mode and one crop-resize
     per image (`draft_center_crop`) in `num_workers` DataLoader workers, batches of (uint8 (N, 3, 224, 224),
     int64 (N,)) in file order. Exercise 10 times the device's decoding against it."""
     from torch.utils.data import DataLoader
 
-    return DataLoader(DraftCrops(root), batch_size=batch_size, num_workers=num_workers,
+    from loaderlab.torchdata import CenterCropFolder
+
+    return DataLoader(CenterCropFolder(root, crop=draft_center_crop), batch_size=batch_size, num_workers=num_workers,
                       timeout=120 if num_workers else 0)
