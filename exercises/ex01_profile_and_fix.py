@@ -1,6 +1,6 @@
 """Exercise 01: measure where the time goes, then a sequential loader that is right first and fast second.
 
-Four steps; the grader reports each one, so you can stop after any step with something that passes it.
+Five steps; the grader reports each one, so you can stop after any step with something that passes it.
 
 1. Profile the stages (`profile_stages`, `find_bottleneck`): time each stage of a pipeline and name
    the slowest. Profile before you tune, or you will speed up the wrong stage.
@@ -9,6 +9,8 @@ Four steps; the grader reports each one, so you can stop after any step with som
    file silently, never hide a wrong path.
 4. Speed (`load_batches`): the cheap wins, without threads, processes or caches, at least 1.5x the
    naive loop of `loaderlab.baselines`.
+5. Decode less (`decode_less_crop`): one crop at least 2.0x `reference_crop`, by decoding and resampling
+   only what the crop keeps, within the course's pixel tolerance of it on every image.
 
 Notebook 01 measures every idea used here. Grade: `pytest grader/test_ex01_profile_and_fix.py`.
 Hints, from a nudge to nearly the answer: `make hint EX=ex01 LEVEL=1` (then 2, 3, ...).
@@ -92,3 +94,25 @@ def load_batches(
     # once, from the decoded image straight to 224x224. Notebook 01, section 3 measures each win.
     raise NotImplementedError("TODO(step 2) in exercises/ex01_profile_and_fix.py: load_batches "
                               "(steps 3 and 4 are TODOs in the same function)")
+
+
+def decode_less_crop(path: Path | str) -> np.ndarray:
+    """The reference centre crop of one image file, as uint8 (224, 224, 3) RGB, doing only the work the crop keeps.
+
+    Contract (the grader checks each point):
+    - step 5: on every training image (landscape and portrait, large and small) the crop is within
+      `loaderlab.images.MEAN_TOLERANCE` (2.0 levels of 255, the mean over the images) and
+      `WORST_TOLERANCE` (6.0 for any one image) of `reference_crop`, compared pixel for pixel (no
+      alignment search). A file that is not a JPEG (a PNG) gives its crop too.
+    - a file that does not decode raises one of `loaderlab.images.DECODE_ERRORS` (as Pillow and
+      simplejpeg do), so that `load_batches` can skip it and report why.
+    - each call reads and decodes the file as it is now (no cache between calls).
+    - at least 2.0x `reference_crop`'s images/s, both on one thread, on the same files.
+    """
+    # TODO(step 5): profile reference_crop's stages on a few files (notebook 01, section 5 does it with
+    # your profile_stages): the full decode and the resize of the whole image are nearly all of it, yet the
+    # crop keeps only a centre square, `loaderlab.images.crop_window(width, height)`. Three ways to do less:
+    # decode at a smaller DCT scale where the window stays at least 224 pixels (simplejpeg, in the lock,
+    # reads the size from the header and decodes at 1/2, 1/4 or 1/8), resample only the window, and use a
+    # vectorised antialiased kernel. Measure each alone, with its pixel error beside its speed.
+    raise NotImplementedError("TODO(step 5) in exercises/ex01_profile_and_fix.py: decode_less_crop")

@@ -1,4 +1,5 @@
-"""Exercise 01: profile first, then a sequential loader that is right on clean data, then on dirty data, then faster."""
+"""Exercise 01: profile first, then a sequential loader that is right on clean data, then on dirty data, then faster;
+then one crop that decodes only what it keeps."""
 
 import pytest
 
@@ -8,6 +9,7 @@ PROFILE = (1, "profile the stages")
 CLEAN = (2, "right on clean data")
 DIRTY = (3, "bad files reported")
 SPEED = (4, "speed: cheap wins")
+DECODE_LESS = (5, "decode less")
 
 
 @pytest.mark.step(*PROFILE)
@@ -76,4 +78,30 @@ def test_sequential_and_uncached(grade):
 @pytest.mark.throughput
 def test_faster_than_naive(grade):
     """With the cheap wins, the sequential loader runs at least 1.5x the naive loop."""
+    grade()
+
+
+@pytest.mark.step(*DECODE_LESS)
+def test_decode_less_crop_matches_reference(grade):
+    """decode_less_crop gives reference_crop within the course's plain tolerance (2.0 levels on average, 6.0 for any
+    image) on every training image of ci (200 spread evenly on larger profiles), and on a PNG."""
+    grade()
+
+
+@pytest.mark.step(*DECODE_LESS)
+def test_decode_less_crop_raises_on_broken_files(grade):
+    """A file that does not decode (each kind of damage in the dirty split) raises one of DECODE_ERRORS."""
+    grade()
+
+
+@pytest.mark.step(*DECODE_LESS)
+def test_decode_less_crop_reads_the_file_each_call(grade):
+    """A file rewritten between two calls gives its new crop: no cache of decoded crops."""
+    grade()
+
+
+@pytest.mark.step(*DECODE_LESS)
+@pytest.mark.throughput
+def test_decode_less_crop_is_faster(grade):
+    """decode_less_crop runs at least 2.0x reference_crop, both on one thread, on the same 64 files."""
     grade()

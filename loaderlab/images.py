@@ -148,16 +148,28 @@ def short_side_size(width: int, height: int, resize: int = RESIZE) -> tuple[int,
     return (resize, int(resize * height / width)) if width <= height else (int(resize * width / height), resize)
 
 
+def crop_window(width: int, height: int) -> tuple[float, float, float, float]:
+    """The part of a `width` x `height` image that `reference_crop` keeps, as (left, top, right, bottom) in its pixels.
+
+    The 224 centre crop of the 256-short-side resize, mapped back onto the original image: a square of
+    224/256 of the short side (fractional edges). Scale it by a decoded size over the original to use it
+    on an image decoded smaller."""
+    resized = short_side_size(width, height)
+    sx, sy = width / resized[0], height / resized[1]
+    left, top = round((resized[0] - CROP) / 2), round((resized[1] - CROP) / 2)
+    return left * sx, top * sy, (left + CROP) * sx, (top + CROP) * sy
+
+
 def draft_center_crop(path: Path | str) -> np.ndarray:
     """uint8 (224, 224, 3) centre crop: JPEG draft mode, then crop and resize in one call (notebook 01, section 3).
 
     Exercise 01's fast crop, as course infrastructure: the CPU baseline of exercise 10 and the league use it."""
     with Image.open(path) as image:
-        size = short_side_size(*image.size)
-        image.draft("RGB", size)  # decode at 1/2 or 1/4 scale where the image is large enough
-        sx, sy = image.size[0] / size[0], image.size[1] / size[1]
-        left, top = round((size[0] - CROP) / 2), round((size[1] - CROP) / 2)
-        box = (left * sx, top * sy, (left + CROP) * sx, (top + CROP) * sy)
+        width, height = image.size
+        image.draft("RGB", short_side_size(width, height))  # decode at 1/2 or 1/4 scale where the image is large enough
+        fx, fy = image.size[0] / width, image.size[1] / height
+        left, top, right, bottom = crop_window(width, height)
+        box = (left * fx, top * fy, right * fx, bottom * fy)
         return np.asarray(image.convert("RGB").resize((CROP, CROP), Image.BILINEAR, box=box))
 
 

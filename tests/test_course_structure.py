@@ -2,7 +2,7 @@
 
 - The answers are a leaf: nothing that ships to learners imports `solutions/` (an allow-list says why where it does).
 - Every exercise: each check belongs to a graded step, steps run 1, 2, ... in file order with one title each, the
-  timed checks are in the last step, the hints name exactly the checks, a CUDA-only check
+  timed checks come last in their step, the hints name exactly the checks, a CUDA-only check
   is marked `cuda_only` and its planted folders say `needs = "cuda"`.
 - Every stub imports where `solutions/` does not exist (a hand-out made by `make learner-copy`), and reads "not
   started" there (`test_stubs_read_not_started_in_a_hand_out` grades the copy).
@@ -147,7 +147,7 @@ def test_exercises_answers_and_graders_use_the_library_not_a_lessons_helper() ->
 # ---- every exercise --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("exercise", EXERCISES)
-def test_steps_come_in_build_order_and_the_timed_checks_last(exercise: str) -> None:
+def test_steps_come_in_build_order_and_each_steps_timed_checks_last(exercise: str) -> None:
     checks = catalog.find(exercise).checks
     assert all(check.step for check in checks), f"checks without @pytest.mark.step: {[c.name for c in checks if not c.step]}"
     numbers = [check.step for check in checks]
@@ -157,7 +157,9 @@ def test_steps_come_in_build_order_and_the_timed_checks_last(exercise: str) -> N
     for check in checks:
         assert titles.setdefault(check.step, check.step_title) == check.step_title, f"step {check.step} has two titles"
     assert len(set(titles.values())) == len(titles), "each step has its own title"
-    assert {check.step for check in checks if check.timed} <= {max(numbers)}, "the timed checks are in the last step"
+    for step in titles:  # a step is right before it is fast: its timed checks come after its correctness checks
+        kinds = [check.timed for check in checks if check.step == step]
+        assert kinds == sorted(kinds), f"step {step}: a timed check comes before a correctness check of its step"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
