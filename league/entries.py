@@ -197,10 +197,10 @@ class _DaliEpoch:
             yield np.array(images.as_tensor())[:keep], np.array(labels.as_tensor()).reshape(-1)[:keep]
 
 
-def thread_batches(setup: Setup, num_workers: int) -> Iterable[Any]:
+def thread_batches(setup: Setup, num_workers: int, crop: Callable[[Path], np.ndarray] = draft_center_crop) -> Iterable[Any]:
     from torch.utils.data import DataLoader
 
-    return DataLoader(_ThreadBatchDataset(setup.root), batch_size=setup.batch_size, num_workers=num_workers,
+    return DataLoader(_ThreadBatchDataset(setup.root, crop), batch_size=setup.batch_size, num_workers=num_workers,
                       collate_fn=_already_a_batch, persistent_workers=num_workers > 0)
 
 
@@ -215,11 +215,28 @@ def thread_batches_one_worker(setup: Setup) -> Iterable[Any]:
     return thread_batches(setup, 1)
 
 
-class _ThreadBatchDataset:
-    """Map-style dataset whose `__getitems__` makes a whole (uint8 (N, 3, 224, 224), int64 (N,)) batch with threads."""
+def ex01_decode_less_threads(setup: Setup) -> Iterable[Any]:
+    """Exercise 01's step 5 crop (decode at the smallest power-of-two DCT scale that keeps the window 15% above 224
+    px, resize only the window with torch) in the batch-of-threads dataset: a thread per core, no worker process."""
+    from solutions.ex01_profile_and_fix import decode_less_crop
 
-    def __init__(self, root: Path) -> None:
+    return thread_batches(setup, 0, decode_less_crop)
+
+
+def ex01_yours_threads(setup: Setup) -> Iterable[Any]:
+    """Your exercise 01 step 5 crop in the same batch-of-threads dataset."""
+    from exercises.ex01_profile_and_fix import decode_less_crop
+
+    return thread_batches(setup, 0, decode_less_crop)
+
+
+class _ThreadBatchDataset:
+    """Map-style dataset whose `__getitems__` makes a whole (uint8 (N, 3, 224, 224), int64 (N,)) batch with threads,
+    each image made by `crop(path)` (uint8 HWC)."""
+
+    def __init__(self, root: Path, crop: Callable[[Path], np.ndarray]) -> None:
         self.samples = list_samples(root)
+        self.crop = crop
         self.pool: ThreadPoolExecutor | None = None
         self.pid = -1
 
@@ -235,7 +252,7 @@ class _ThreadBatchDataset:
         pixels = batch.numpy()  # the same memory: filled in place by the threads
 
         def fill(row: int) -> None:
-            pixels[row] = draft_center_crop(self.samples[indices[row]].path).transpose(2, 0, 1)
+            pixels[row] = self.crop(self.samples[indices[row]].path).transpose(2, 0, 1)
 
         list(self.pool.map(fill, range(len(indices))))
         return batch, torch.tensor([self.samples[i].label for i in indices], dtype=torch.int64)
@@ -260,6 +277,35 @@ def decode_only(setup: Setup) -> Iterable[Any]:
             return image.size
 
     def batches() -> Iterator[tuple[list[tuple[int, int]]]]:
+        with ThreadPoolExecutor(usable_cores()) as pool:
+            for start in range(0, len(paths), setup.batch_size):
+                yield (list(pool.map(decode, paths[start : start + setup.batch_size])),)
+
+    return _Reiterable(batches)
+
+
+def decode_less_only(setup: Setup) -> Iterable[Any]:
+    """The limit of this work: libjpeg-turbo (simplejpeg) decodes every file at the smallest power-of-two DCT scale
+    that leaves the crop window at least 224 px wide, nothing else, on a thread per usable core.
+
+    It decodes the whole frame at that scale: cropping the window inside the decoder (TurboJPEG's cropping region,
+    TensorFlow's decode_and_crop_jpeg) skips only the inverse DCT outside it, since every block is still
+    entropy-decoded, and no library in the lock does it on threads without its own pipeline around it."""
+    import simplejpeg
+
+    from loaderlab.images import crop_window
+
+    paths = [s.path for s in list_samples(setup.root)]
+
+    def decode(path: Path) -> tuple[int, ...]:
+        data = path.read_bytes()
+        height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+        left, _, right, _ = crop_window(width, height)
+        scale = max(s for s in (1, 2, 4, 8) if s == 1 or (right - left) / s >= CROP)
+        return simplejpeg.decode_jpeg(data, colorspace="RGB", min_height=-(-height // scale),
+                                      min_width=-(-width // scale)).shape
+
+    def batches() -> Iterator[tuple[list[tuple[int, ...]]]]:
         with ThreadPoolExecutor(usable_cores()) as pool:
             for start in range(0, len(paths), setup.batch_size):
                 yield (list(pool.map(decode, paths[start : start + setup.batch_size])),)
@@ -315,8 +361,11 @@ class _BytesCrop:
 
 # A learner's copy of the course (`make learner-copy`) has no solutions/: the entries built on them say so.
 SOLUTIONS_NOTE = "the course's solutions/ (a learner's copy leaves them out)"
-CEILING = Entry("decode-only", "decode only (Pillow, a thread per core): the ceiling", "league.entries:decode_only",
-                requires=("PIL",))
+CEILING = Entry("decode-only", "decode only, full size (Pillow, a thread per core): the first ceiling",
+                "league.entries:decode_only", requires=("PIL",))
+WINDOW_CEILING = Entry("decode-less-only", "decode only, smallest DCT scale keeping 224 px (simplejpeg, a thread per "
+                       "core): the second ceiling", "league.entries:decode_less_only", requires=("simplejpeg",))
+CEILINGS = (CEILING, WINDOW_CEILING)
 ENTRIES = [
     Entry("tutorial", "tutorial: ImageFolder + ToTensor, batch 64, 0 workers", "league.entries:tutorial",
           note="float32 in [0, 1]: 4x the bytes"),
@@ -334,13 +383,17 @@ ENTRIES = [
           requires=("webdataset",), reads_shards=True),
     Entry("dali", "NVIDIA DALI, CPU pipeline", "league.entries:dali_cpu", requires=("nvidia.dali",),
           install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
+    Entry("ex01-threads", "ex01 step 5 solution: decode less, a batch decoded by threads, 0 workers",
+          "league.entries:ex01_decode_less_threads", requires=("torch", "simplejpeg", "solutions"), install=SOLUTIONS_NOTE),
     Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "league.entries:thread_batches_main"),
     Entry("thread-batch-1w", "candidate: a batch decoded by threads, 1 worker",
           "league.entries:thread_batches_one_worker"),
+    Entry("yours-ex01", "your ex01 step 5, a batch decoded by threads", "league.entries:ex01_yours_threads",
+          requires=("torch", "simplejpeg"), learner=True),
     Entry("yours-ex04", "your ex04", "league.entries:ex04_yours", learner=True),
     Entry("yours-ex07", "your ex07", "league.entries:ex07_yours", requires=("tensorflow",), learner=True),
     Entry("yours-ex08", "your ex08", "league.entries:ex08_yours", learner=True, reads_shards=True),
 ]
 PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "league.entries:skips_the_crop",
                 requires=("PIL",))
-BY_NAME = {e.name: e for e in [CEILING, *ENTRIES, PLANTED]}
+BY_NAME = {e.name: e for e in [*CEILINGS, *ENTRIES, PLANTED]}

@@ -1,8 +1,8 @@
 """Notebook 08's league section: your exercises in the league table (`league.table`) beside the course's
 solutions of the same exercises, and what the leaders do that you did not.
 
-`small_league` gates and times `NOTEBOOK_ENTRIES` (your exercises 04, 07 and 08, their solutions, the tutorial
-DataLoader and the decode-only ceiling). On `ci` it runs every entry in the calling process (`in_this_process`): a
+`small_league` gates and times `NOTEBOOK_ENTRIES` (your exercises 01 (step 5), 04, 07 and 08, their solutions, the
+tutorial DataLoader and the two decode-only ceilings). On `ci` it runs every entry in the calling process (`in_this_process`): a
 fresh process per entry costs an interpreter and torch's or TensorFlow's import each, more than the whole league on
 a few images. Elsewhere each entry runs in fresh processes, as `make league` does. `lessons` turns the result into
 one line per exercise of yours.
@@ -16,13 +16,15 @@ from typing import Any
 from league import entries
 from league import table as league
 
-YOURS = {"yours-ex04": "ex04", "yours-ex07": "ex07", "yours-ex08": "ex08"}  # your entry -> the solution's entry
+YOURS = {"yours-ex01": "ex01-threads", "yours-ex04": "ex04", "yours-ex07": "ex07",
+         "yours-ex08": "ex08"}  # your entry -> the solution's entry
 LESSONS = {
+    "ex01-threads": "module 01, section 5: decode at the smallest power-of-two DCT scale, resize only the window",
     "ex04": "module 04: uint8 batches, a worker per core, JPEG draft decode",
     "ex07": "module 05: decode in parallel (AUTOTUNE) before the cache, batch, prefetch",
     "ex08": "module 06: whole tar shards read in order, shards split across the workers",
 }
-NOTEBOOK_ENTRIES = [*YOURS, *YOURS.values(), "tutorial", league.CEILING.name]
+NOTEBOOK_ENTRIES = [*YOURS, *YOURS.values(), "tutorial", *(ceiling.name for ceiling in entries.CEILINGS)]
 LEVEL = 0.9  # within 10% of the solution's median reads "level": one round on a busy machine moves that much
 
 

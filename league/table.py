@@ -15,9 +15,11 @@ Timing: each entry runs in a fresh process per round (TensorFlow and torch never
 tests/conftest.py), the entries interleaved round after round, in a rotated order. In that process a
 short warm-up (two batches of a loader of its own: imports, tracing, page cache) comes first, then
 one full pass of a new loader, timed from its construction (worker start-up counts, as in a first
-epoch). The table gives the median over rounds, the spread (lowest-highest) and the share of the
-decode-only ceiling: Pillow decoding the same files, nothing else, on a thread per usable core. A
-rejected peer is timed too and shown under "not ranked" with its reason, never in the ranking.
+epoch). The table gives the median over rounds, the spread (lowest-highest) and the share of two
+ceilings, each reading the same files on a thread per usable core and doing nothing else: "full",
+Pillow decoding every pixel; "DCT", libjpeg-turbo decoding at the smallest power-of-two DCT scale
+that keeps the crop window at least 224 px (the least decoding this work needs). A rejected peer is
+timed too and shown under "not ranked" (greyed in the chart) with its reason, never in the ranking.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from loaderlab.machine import usable_cores
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile, dataset_dir
 from loaderlab.tar_shards import sample_key, write_tar_shards
 
-from league.entries import BATCH, BY_NAME, CEILING, ENTRIES, Entry, Setup
+from league.entries import BATCH, BY_NAME, CEILINGS, ENTRIES, Entry, Setup
 
 PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
 CHILD_TIMEOUT_S = 300
@@ -201,7 +203,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
     `run_entry(entry, setup, mode)` runs one gate or timed pass: in a fresh process by default; notebook 08 passes
     `league.notebook.in_this_process` on `ci`, where a process per entry would cost more than the league."""
     entries = [BY_NAME[n] for n in names]
-    rows = {e.name: Row(e.name, e.title, "ceiling" if e is CEILING else "ranked") for e in entries}
+    rows = {e.name: Row(e.name, e.title, "ceiling" if e in CEILINGS else "ranked") for e in entries}
     with linked_split(league_samples(profile, images)) as (root, samples), \
             tempfile.TemporaryDirectory(prefix="loaderlab-league-shards-") as shards:
         setup = Setup(root, Path(shards))
@@ -213,7 +215,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
             if not all(_has_module(name) for name in entry.requires):
                 row.status, row.note = "not installed", entry.install
                 continue
-            if entry is not CEILING:
+            if entry not in CEILINGS:
                 verdict = run_entry(entry, setup, "check")
                 if verdict["status"] != "passed":
                     row.status, row.note = verdict["status"], verdict.get("note", "")
@@ -231,9 +233,10 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
                     continue
                 rows[entry.name].images_per_s.append(result["items"] / result["seconds"])
             log(f"  round {number + 1}/{rounds} done")
-    ceiling = rows[CEILING.name].median if CEILING.name in rows else None
+    ceiling, window_ceiling = (rows[c.name].median if c.name in rows else None for c in CEILINGS)
     return {"profile": profile, "rounds": rounds, "images": len(samples), "batch_size": BATCH,
             "cores": usable_cores(), "date": time.strftime("%Y-%m-%d"), "ceiling": ceiling,
+            "window_ceiling": window_ceiling,
             "rows": [asdict(r) | {"median": r.median} for r in rows.values()]}
 
 
@@ -251,25 +254,27 @@ def _write_shards(root: Path, out_dir: Path) -> None:
 
 
 def table(league: dict[str, Any]) -> str:
-    """The league as text: ranked rows by median, then the ceiling, then what was not ranked and why."""
-    ceiling = league["ceiling"]
+    """The league as text: ranked rows by median, then the ceilings, then what was not ranked and why. Each row's
+    share of both ceilings: full decode (Pillow) and decode less (the smallest DCT scale that keeps 224 px)."""
+    ceilings = (league["ceiling"], league.get("window_ceiling"))
     lines = [f"League on '{league['profile']}': {league['images']} images, {league['rounds']} round(s), "
              f"{league['cores']} usable cores, {league['date']}",
-             f"{'entry':<16} {'img/s':>8} {'spread':>13} {'ceiling':>8}  note"]
+             f"{'entry':<16} {'img/s':>8} {'spread':>13} {'of full':>8} {'of DCT':>7}  note"]
     rows = league["rows"]
     ranked = sorted((r for r in rows if r["status"] in ("ranked", "ceiling") and r["median"]),
                     key=lambda r: (r["status"] == "ceiling", -r["median"]))
+
+    def shares(median: float) -> str:
+        return " ".join(f"{median / c:>{width}.0%}" if c else f"{'-':>{width}}" for c, width in zip(ceilings, (8, 7)))
+
     for r in ranked:
-        share = f"{r['median'] / ceiling:.0%}" if ceiling else "-"
-        spread = _spread(r)
-        lines.append(f"{r['name']:<16} {r['median']:>8.0f} {spread:>13} {share:>8}  {r['title']}"
+        lines.append(f"{r['name']:<16} {r['median']:>8.0f} {_spread(r):>13} {shares(r['median'])}  {r['title']}"
                      + (f" ({r['note']})" if r["note"] else ""))
     lines.append("not ranked:")
     for r in rows:
         if r not in ranked:
-            spread = _spread(r) if r["median"] else ""
-            figures = (f"{r['median']:>8.0f} {spread:>13} {r['median'] / ceiling:>8.0%}" if r["median"] and ceiling
-                       else f"{'-':>8} {'-':>13} {'-':>8}")
+            figures = (f"{r['median']:>8.0f} {_spread(r):>13} {shares(r['median'])}" if r["median"]
+                       else f"{'-':>8} {'-':>13} {'-':>8} {'-':>7}")
             lines.append(f"{r['name']:<16} {figures}  {r['status']}: {r['note']}")
     return "\n".join(lines)
 
@@ -279,23 +284,32 @@ def _spread(row: dict[str, Any]) -> str:
 
 
 def league_bars(league: dict[str, Any], highlight: Iterable[str] = (), ax: Any = None) -> Any:
-    """Horizontal bars of the ranked entries' medians, each labelled with its figure (whiskers: the spread over
-    rounds), the entries named in `highlight` in orange, the decode-only ceiling as a dashed line. Returns the axes."""
+    """Horizontal bars of the entries' medians, each labelled with its figure (whiskers: the spread over rounds): the
+    ranked ones in blue (those named in `highlight` in orange), then, greyed, the timed entries that were not ranked,
+    with the reason; the two ceilings as dashed lines. Returns the axes."""
     import matplotlib.pyplot as plt
 
-    ranked = sorted((r for r in league["rows"] if r["status"] == "ranked" and r["median"]), key=lambda r: r["median"])
+    rows = league["rows"]
+    ranked = sorted((r for r in rows if r["status"] == "ranked" and r["median"]), key=lambda r: r["median"])
+    greyed = [r for r in rows if r["status"] not in ("ranked", "ceiling") and r["median"]]
+    shown = greyed + ranked
     if ax is None:
-        ax = plt.subplots(figsize=(8, 0.6 + 0.45 * max(1, len(ranked))))[1]
-    medians = [r["median"] for r in ranked]
-    low = [m - min(r["images_per_s"]) for m, r in zip(medians, ranked)]
-    high = [max(r["images_per_s"]) - m for m, r in zip(medians, ranked)]
+        ax = plt.subplots(figsize=(9, 0.8 + 0.45 * max(1, len(shown))))[1]
+    medians = [r["median"] for r in shown]
+    low = [m - min(r["images_per_s"]) for m, r in zip(medians, shown)]
+    high = [max(r["images_per_s"]) - m for m, r in zip(medians, shown)]
     marked = set(highlight)
-    ax.barh([r["name"] for r in ranked], medians, xerr=[low, high], capsize=3,
-            color=["#dd8452" if r["name"] in marked else "#4c72b0" for r in ranked])
-    for row, median in enumerate(medians):
-        ax.text(median, row, f" {median:.0f}", va="center", fontsize="small")
-    if league["ceiling"]:
-        ax.axvline(league["ceiling"], color="#c44e52", linestyle="--", label=f"decode only: {league['ceiling']:.0f}/s")
+    colours = ["#bbbbbb" if r in greyed else "#dd8452" if r["name"] in marked else "#4c72b0" for r in shown]
+    ax.barh([r["name"] for r in shown], medians, xerr=[low, high], capsize=3, color=colours)
+    for row, r in enumerate(shown):
+        reason = f"  not ranked: {r['status']}, {r['note'][:60]}" if r in greyed else ""
+        ax.text(r["median"], row, f" {r['median']:.0f}{reason}", va="center", fontsize="small",
+                color="#777777" if r in greyed else "black")
+    for value, style, label in ((league["ceiling"], "--", "decode only, full size"),
+                                (league.get("window_ceiling"), ":", "decode only, smallest DCT scale")):
+        if value:
+            ax.axvline(value, color="#c44e52", linestyle=style, label=f"{label}: {value:.0f}/s")
+    if league["ceiling"] or league.get("window_ceiling"):
         ax.legend(loc="lower right", fontsize="small")
     ax.set_xlabel("images/s (median over rounds)")
     ax.set_title(f"{league['profile']}, {league['cores']} cores, {league['images']} images x {league['rounds']} round(s)")
@@ -316,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.child:
         _child_main(args)
-    names = args.entries.split(",") if args.entries else [CEILING.name] + [e.name for e in ENTRIES]
+    names = args.entries.split(",") if args.entries else [c.name for c in CEILINGS] + [e.name for e in ENTRIES]
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         parser.error(f"unknown entries {unknown}; choose from {', '.join(BY_NAME)}")

@@ -64,13 +64,20 @@ def fast_center_crop(path: Path | str) -> np.ndarray:
         return np.asarray(image, dtype=np.uint8)
 
 
-def dct_scale(window_side: float) -> int:
-    """The largest of 1, 2, 4, 8 that divides `window_side` and still leaves at least CROP pixels.
+# A DCT scale is used only where it leaves the crop window this much above CROP. Just above 224 the decoder's
+# reduction (close to a box over 2x2 pixels) keeps aliasing that the reference's wider bilinear filter removes:
+# over the league's 640 workshop images, scaling right down to 224 left the worst image 7.0 levels off (grid
+# patterns), with this headroom 3.6 (mean 1.33 and 0.87).
+DCT_HEADROOM = 1.15
 
-    libjpeg-turbo's power-of-two scales run its fast inverse DCTs; its other eighths (3/4, 5/8, ...) were no
-    faster here and further from the reference (notebook 01, section 4)."""
+
+def dct_scale(window_side: float) -> int:
+    """The largest of 1, 2, 4, 8 that leaves a `window_side`-pixel window at least DCT_HEADROOM x CROP pixels.
+
+    libjpeg-turbo's power-of-two scales run its SIMD inverse DCTs; its other eighths (3/4, 5/8, ...) are plain C
+    and land further from the reference (notebook 01, section 5)."""
     scale = 1
-    while scale < 8 and window_side / (2 * scale) >= CROP:
+    while scale < 8 and window_side / (2 * scale) >= DCT_HEADROOM * CROP:
         scale *= 2
     return scale
 
@@ -78,8 +85,8 @@ def dct_scale(window_side: float) -> int:
 def decode_less_crop(path: Path | str) -> np.ndarray:
     """The reference centre crop as uint8 (224, 224, 3), decoding and resampling only what the crop keeps.
 
-    A JPEG is decoded by libjpeg-turbo (simplejpeg) at the smallest DCT scale that leaves the crop window
-    at least 224 pixels wide; only that window is resized, by torch's uint8 antialiased bilinear kernel
+    A JPEG is decoded by libjpeg-turbo (simplejpeg) at the smallest power-of-two DCT scale that leaves the
+    crop window comfortably above 224 pixels (`dct_scale`); only that window is resized, by torch's uint8 antialiased bilinear kernel
     (the same filter as Pillow's, vectorised). Any other file goes through exercise 01's fast crop.
     """
     import simplejpeg

@@ -49,13 +49,16 @@ def test_an_entry_that_raises_reads_as_crashed() -> None:
 
 def test_the_league_runs_in_this_process() -> None:
     """Gate and time in the calling process: the stub reads "not started", a peer doing other work is rejected."""
-    names = ["yours-ex04", "tutorial", "planted-skips-crop", league.CEILING.name]
+    names = ["yours-ex01", "yours-ex04", "tutorial", "planted-skips-crop", *(c.name for c in entries.CEILINGS)]
     result = league.run_league("ci", 1, 12, names, log=lambda line: None, run_entry=league_lab.in_this_process)
     rows = {row["name"]: row for row in result["rows"]}
     assert rows["yours-ex04"]["status"] == "not started" and "TODO(ex04" in rows["yours-ex04"]["note"]
+    assert rows["yours-ex01"]["status"] == "not started" and "TODO(step 5)" in rows["yours-ex01"]["note"]
     assert rows["planted-skips-crop"]["status"] == "rejected"
     assert rows["tutorial"]["status"] == "ranked" and rows["tutorial"]["median"] > 0
-    assert result["ceiling"] and "revisit module 04" in league_lab.lessons(result)[0]
+    assert result["ceiling"] and result["window_ceiling"]
+    assert "revisit module 01, section 5" in league_lab.lessons(result)[0]
+    assert "revisit module 04" in league_lab.lessons(result)[1]
 
 
 @pytest.mark.parametrize("profile, in_process", [("ci", True), ("workshop", False)])
