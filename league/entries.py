@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from loaderlab.images import CROP, draft_center_crop, list_samples
+from loaderlab.images import CROP, RESIZE, Sample, draft_center_crop, list_samples, short_side_size
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
+from loaderlab.tar_shards import sample_key
 
 BATCH = 64
 PEERS_FILE = REPO_ROOT / "requirements-peers.txt"  # what `make league-peers` installs
@@ -35,6 +36,8 @@ def peer_pin(project: str) -> str:
 
 
 DALI_PIN = peer_pin("nvidia-dali-cuda120")
+TORCHCODEC_PIN = peer_pin("torchcodec")
+SPDL_PINS = f'{peer_pin("spdl-io")} {peer_pin("spdl-core")}'
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,141 @@ class _DaliEpoch:
             images, labels = pipe.run()
             keep = min(self.batch_size, self.samples - start)
             yield np.array(images.as_tensor())[:keep], np.array(labels.as_tensor()).reshape(-1)[:keep]
+
+
+def dali_roi(setup: Setup) -> Iterable[Any]:
+    """NVIDIA DALI's ROI decoder on the CPU, as its docs write it: the file reader, fn.peek_image_shape (each image's
+    size, from its header), fn.decoders.image_crop (cpu) decoding only the centre window that the 256 resize + 224
+    crop keeps (a square of 224/256 of the short side), fn.resize of that window to 224 x 224 (linear, antialiased),
+    fn.transpose to CHW; a thread per core, no GPU."""
+    from nvidia.dali import fn, math as dali_math, pipeline_def, types
+
+    samples = list_samples(setup.root)
+
+    @pipeline_def(batch_size=setup.batch_size, num_threads=usable_cores(), device_id=None, prefetch_queue_depth=2)
+    def pipeline():  # type: ignore[no-untyped-def]
+        data, labels = fn.readers.file(files=[str(s.path) for s in samples], labels=[s.label for s in samples],
+                                       random_shuffle=False, pad_last_batch=True, name="reader")
+        shape = fn.peek_image_shape(data)  # (H, W, C)
+        side = fn.cast(dali_math.min(shape[0], shape[1]), dtype=types.FLOAT) * (CROP / RESIZE)
+        images = fn.decoders.image_crop(data, device="cpu", output_type=types.RGB, crop_w=side, crop_h=side)
+        images = fn.resize(images, resize_x=CROP, resize_y=CROP, interp_type=types.INTERP_LINEAR, antialias=True)
+        return fn.transpose(images, perm=[2, 0, 1]), labels
+
+    return _DaliEpoch(pipeline, len(samples), setup.batch_size)
+
+
+def _thread_crops(setup: Setup, crop: Callable[[Path], Any], stack: Callable[[list[Any]], Any]) -> Iterable[Any]:
+    """Batches of `crop(path)` made by a thread per usable core (a pool per pass), stacked by `stack`, in
+    `list_samples` order, with their labels."""
+    samples = list_samples(setup.root)
+
+    def batches() -> Iterator[tuple[Any, np.ndarray]]:
+        with ThreadPoolExecutor(usable_cores()) as pool:
+            for start in range(0, len(samples), setup.batch_size):
+                chunk = samples[start : start + setup.batch_size]
+                yield stack(list(pool.map(crop, [s.path for s in chunk]))), np.array([s.label for s in chunk])
+
+    return _Reiterable(batches)
+
+
+def _centre_crop(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """The centre CROP x CROP of an (H, W, 3) image resized to (width, height), as CHW (torchvision's CenterCrop offsets)."""
+    left, top = round((width - CROP) / 2), round((height - CROP) / 2)
+    return image[top : top + CROP, left : left + CROP].transpose(2, 0, 1)
+
+
+def opencv_threads(setup: Setup) -> Iterable[Any]:
+    """OpenCV as practitioners write it: cv2.imdecode of the file's bytes (IMREAD_COLOR_RGB, IMREAD_IGNORE_ORIENTATION),
+    cv2.resize of the short side to 256 with INTER_AREA (OpenCV's advice for shrinking), the centre 224 crop; a thread
+    per usable core (cv2 releases the GIL), cv2.setNumThreads(1) so OpenCV's own pool does not fight the threads."""
+    import cv2
+
+    cv2.setNumThreads(1)
+
+    def crop(path: Path) -> np.ndarray:
+        image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION)
+        if image is None:
+            raise ValueError(f"{path}: cv2.imdecode could not decode it")
+        width, height = short_side_size(image.shape[1], image.shape[0])
+        return _centre_crop(cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA), width, height)
+
+    return _thread_crops(setup, crop, np.stack)
+
+
+def opencv_reduced(setup: Setup) -> Iterable[Any]:
+    """OpenCV decoding less: cv2.imdecode with IMREAD_REDUCED_COLOR_2 or _4 (libjpeg's DCT scaling to 1/2 or 1/4), the
+    largest reduction that keeps the short side >= 256 (so the 224 window keeps >= 224 pixels), chosen from the JPEG's
+    size in its header (Pillow's lazy open, which decodes no pixels); then BGR to RGB, INTER_AREA to the 256 short side,
+    the centre crop; a thread per usable core, cv2.setNumThreads(1)."""
+    import cv2
+    from PIL import Image
+
+    cv2.setNumThreads(1)
+    reductions = {4: cv2.IMREAD_REDUCED_COLOR_4, 2: cv2.IMREAD_REDUCED_COLOR_2}  # both decode to BGR
+
+    def crop(path: Path) -> np.ndarray:
+        data = np.fromfile(path, dtype=np.uint8)
+        with Image.open(io.BytesIO(data)) as header:
+            size, is_jpeg = header.size, header.format == "JPEG"
+        factor = next((f for f in reductions if is_jpeg and min(size) // f >= RESIZE), 1)
+        if factor == 1:
+            image = cv2.imdecode(data, cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION)
+        else:
+            image = cv2.imdecode(data, reductions[factor] | cv2.IMREAD_IGNORE_ORIENTATION)
+            image = None if image is None else cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        if image is None:
+            raise ValueError(f"{path}: cv2.imdecode could not decode it")
+        width, height = short_side_size(*size)
+        return _centre_crop(cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA), width, height)
+
+    return _thread_crops(setup, crop, np.stack)
+
+
+def torchcodec_threads(setup: Setup) -> Iterable[Any]:
+    """torchcodec's CPU image decoder (torchvision 0.29's decode_jpeg is deprecated in its favour), as its docs write it:
+    decode_image(path, mode="RGB") to a uint8 CHW tensor, then torchvision's v2 Resize(256) + CenterCrop(224) on the
+    tensor (bilinear, antialiased); a thread per usable core, torch.set_num_threads(1) so torch's intra-op pool does
+    not fight the threads."""
+    import torch
+    from torchcodec.decoders import decode_image
+    from torchvision.transforms import v2
+
+    torch.set_num_threads(1)
+    transform = v2.Compose([v2.Resize(RESIZE, antialias=True), v2.CenterCrop(CROP)])
+
+    def crop(path: Path) -> Any:
+        return transform(decode_image(path, mode="RGB"))
+
+    return _thread_crops(setup, crop, torch.stack)
+
+
+def spdl_loader(setup: Setup) -> Iterable[Any]:
+    """SPDL (Meta's thread-based loader), as its DataLoader docs write it: a preprocessor stage per image on the
+    pipeline's threads (spdl.io.demux_image + decode_packets with FFmpeg's filter from get_video_filter_desc: the short
+    side scaled to 256 (bilinear, scale_mode="crop"), the centre 224 crop, rgb24), batches of 64, an aggregator that
+    merges a batch with convert_frames; num_threads = usable cores. Batches come in order of completion, with keys."""
+    import spdl.io
+    import spdl.io.utils
+    from spdl.dataloader import DataLoader
+
+    try:
+        spdl.io.utils.get_ffmpeg_versions()
+    except RuntimeError as err:
+        raise RuntimeError("spdl.io needs FFmpeg's shared libraries (libavutil 56 to 61: FFmpeg 4 to 8), which this "
+                           "machine lacks: install FFmpeg's libraries (e.g. apt-get install ffmpeg)") from err
+    filter_desc = spdl.io.get_video_filter_desc(scale_width=RESIZE, scale_height=RESIZE, scale_algo="bilinear",
+                                                scale_mode="crop", crop_width=CROP, crop_height=CROP, pix_fmt="rgb24")
+
+    def decode(sample: Sample) -> tuple[Any, Sample]:
+        return spdl.io.decode_packets(spdl.io.demux_image(str(sample.path)), filter_desc=filter_desc), sample
+
+    def batchify(items: list[tuple[Any, Sample]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        images = spdl.io.to_numpy(spdl.io.convert_frames([frames for frames, _ in items]))
+        return images, np.array([s.label for _, s in items]), [sample_key(s) for _, s in items]
+
+    return DataLoader(list_samples(setup.root), preprocessor=decode, batch_size=setup.batch_size, aggregator=batchify,
+                      num_threads=usable_cores(), timeout=60)
 
 
 def thread_batches(setup: Setup, num_workers: int, crop: Callable[[Path], np.ndarray] = draft_center_crop) -> Iterable[Any]:
@@ -385,6 +523,17 @@ ENTRIES = [
           install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
     Entry("ex01-threads", "ex01 step 5 solution: decode less, a batch decoded by threads, 0 workers",
           "league.entries:ex01_decode_less_threads", requires=("torch", "simplejpeg", "solutions"), install=SOLUTIONS_NOTE),
+    Entry("dali-roi", "NVIDIA DALI, CPU ROI decode of the centre window", "league.entries:dali_roi",
+          requires=("nvidia.dali",), install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
+    Entry("opencv", "OpenCV: imdecode + resize (INTER_AREA), a thread per core", "league.entries:opencv_threads",
+          requires=("cv2",)),
+    Entry("opencv-reduced", "OpenCV: DCT-reduced imdecode + resize (INTER_AREA), a thread per core",
+          "league.entries:opencv_reduced", requires=("cv2", "PIL")),
+    Entry("torchcodec", "torchcodec decode_image + torchvision v2 resize/crop, a thread per core",
+          "league.entries:torchcodec_threads", requires=("torchcodec", "torchvision"),
+          install=f"{PEERS_COMMAND} (pip install {TORCHCODEC_PIN})"),
+    Entry("spdl", "SPDL DataLoader: FFmpeg decode + scale/crop filter, thread stages", "league.entries:spdl_loader",
+          requires=("spdl.io", "spdl.dataloader"), install=f"{PEERS_COMMAND} (pip install {SPDL_PINS}; and FFmpeg 4 to 8)"),
     Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "league.entries:thread_batches_main"),
     Entry("thread-batch-1w", "candidate: a batch decoded by threads, 1 worker",
           "league.entries:thread_batches_one_worker"),

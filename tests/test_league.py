@@ -87,6 +87,30 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     assert out.with_suffix(".png").stat().st_size > 0
 
 
+@pytest.mark.parametrize("name, module", [("opencv", "cv2"), ("opencv-reduced", "cv2"), ("torchcodec", "torchcodec")])
+def test_a_peer_that_does_the_leagues_work_passes_the_gate(setup: league.Setup, name: str, module: str) -> None:
+    """OpenCV (in the lock) and, where installed, torchcodec pass the gate on ci images (INTER_AREA, and OpenCV's
+    DCT-reduced decode, stay within the tolerance of the reference's antialiased bilinear)."""
+    if not league._has_module(module):
+        pytest.skip(f"{module} is not installed ({entries.BY_NAME[name].install})")
+    entry = entries.BY_NAME[name]
+    note = league.gate(league._builder(entry)(setup), league.list_samples(setup.root), setup.batch_size)
+    assert "uint8" in note
+
+
+def test_every_optional_peer_names_the_pins_that_make_league_peers_installs() -> None:
+    """An entry outside the lock says "not installed" with `make league-peers` and its pins, as requirements-peers.txt
+    writes them."""
+    pinned = {line.split("==")[0] for line in entries.PEERS_FILE.read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    for name, projects in [("dali", ["nvidia-dali-cuda120"]), ("dali-roi", ["nvidia-dali-cuda120"]),
+                           ("torchcodec", ["torchcodec"]), ("spdl", ["spdl-io", "spdl-core"])]:
+        install = entries.BY_NAME[name].install
+        assert install.startswith(entries.PEERS_COMMAND), name
+        for project in projects:
+            assert project in pinned and entries.peer_pin(project) in install, (name, project)
+
+
 def test_make_league_peers_installs_the_pin_the_league_names() -> None:
     """`make league-peers` installs the file the league reads its DALI pin from (the pin is written once)."""
     recipe = (REPO_ROOT / "Makefile").read_text().split("\nleague-peers:")[1].split("\n\n")[0]
