@@ -407,19 +407,12 @@ def decode_only(setup: Setup) -> Iterable[Any]:
     """The ceiling: Pillow reads and fully decodes every file, nothing else, on a thread per usable core."""
     from PIL import Image
 
-    paths = [s.path for s in list_samples(setup.root)]
-
     def decode(path: Path) -> tuple[int, int]:
         with Image.open(path) as image:
             image.load()
             return image.size
 
-    def batches() -> Iterator[tuple[list[tuple[int, int]]]]:
-        with ThreadPoolExecutor(usable_cores()) as pool:
-            for start in range(0, len(paths), setup.batch_size):
-                yield (list(pool.map(decode, paths[start : start + setup.batch_size])),)
-
-    return _Reiterable(batches)
+    return _thread_crops(setup, decode, list)
 
 
 def decode_less_only(setup: Setup) -> Iterable[Any]:
@@ -433,8 +426,6 @@ def decode_less_only(setup: Setup) -> Iterable[Any]:
 
     from loaderlab.images import crop_window
 
-    paths = [s.path for s in list_samples(setup.root)]
-
     def decode(path: Path) -> tuple[int, ...]:
         data = path.read_bytes()
         height, width, _, _ = simplejpeg.decode_jpeg_header(data)
@@ -443,12 +434,7 @@ def decode_less_only(setup: Setup) -> Iterable[Any]:
         return simplejpeg.decode_jpeg(data, colorspace="RGB", min_height=-(-height // scale),
                                       min_width=-(-width // scale)).shape
 
-    def batches() -> Iterator[tuple[list[tuple[int, ...]]]]:
-        with ThreadPoolExecutor(usable_cores()) as pool:
-            for start in range(0, len(paths), setup.batch_size):
-                yield (list(pool.map(decode, paths[start : start + setup.batch_size])),)
-
-    return _Reiterable(batches)
+    return _thread_crops(setup, decode, list)
 
 
 def skips_the_crop(setup: Setup) -> Iterable[Any]:
