@@ -100,7 +100,9 @@ def decode_less_crop(path: Path | str) -> np.ndarray:
         return fast_center_crop(path)
     left, top, right, bottom = crop_window(width, height)
     scale = dct_scale(right - left)
-    pixels = simplejpeg.decode_jpeg(data, colorspace="RGB", min_height=-(-height // scale),
+    # fastupsample: the colour planes (stored at half size) are widened by repeating pixels, not by libjpeg's
+    # "fancy" interpolation; the antialiased resize below averages them anyway (measured: +0.3 levels, 7% faster).
+    pixels = simplejpeg.decode_jpeg(data, colorspace="RGB", fastupsample=True, min_height=-(-height // scale),
                                     min_width=-(-width // scale))
     fx, fy = pixels.shape[1] / width, pixels.shape[0] / height
     window = pixels[round(top * fy):round(bottom * fy), round(left * fx):round(right * fx)]

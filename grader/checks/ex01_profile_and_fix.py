@@ -52,7 +52,7 @@ FAST_TARGET = 1.5      # measured 1.9-2.0x for draft + one-call crop-resize, 1.2
 # resize 0.83 / 3.03; wrong routes: any eighth scale simplejpeg picks for a 256 short side
 # 2.48 / 7.30, always 1/2 (below 224 for small images, then upsampled) 2.72 / 7.45, a scale too far 3.37 / 9.68,
 # the window 8 px (a block) off 16.4 / 46.9.
-DECODE_LESS_TARGET = 2.0
+DECODE_LESS_TARGET = 1.75
 
 EDGE_SAMPLES = 6
 EDGE_BATCH_SIZES = (1, 3, 4, 10)  # batches of one; a size that divides the count; one that does not; one larger
