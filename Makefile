@@ -38,11 +38,12 @@ progress: $(INSTALLED)  ## where you are: every exercise and step from your save
 capstone: $(INSTALLED)  ## train your exercise-11 script for the profile's full epoch budget: time to accuracy, images/s and data stall per epoch, saved to .grader/capstone.json
 	$(PY) -m grader.capstone
 
-league: $(INSTALLED) data  ## the league table on PROFILE's data: the course's loaders beside torchvision, tf.data, webdataset, DALI (after `make league-peers`) and the decode-only ceiling (.grader/league.json and .png)
+league: $(INSTALLED) data  ## the league table on PROFILE's data: the course's loaders beside torchvision, tf.data, webdataset, OpenCV, torchcodec, SPDL and DALI (the last three after `make league-peers`) and two decode-only ceilings (.grader/league.json and .png)
 	LOADERLAB_PROFILE=$(PROFILE) $(PY) -m league
 
-# The league's optional peers live in requirements-peers.txt (DALI: a 424 MB wheel, Linux only), out of the lock.
-league-peers: $(INSTALLED)  ## the league's optional peers (requirements-peers.txt): NVIDIA DALI's CPU pipeline (Linux only)
+# The league's optional peers live in requirements-peers.txt (DALI: a 424 MB wheel, Linux only; SPDL: FFmpeg's libraries
+# from the system), out of the lock.
+league-peers: $(INSTALLED)  ## the league's optional peers (requirements-peers.txt): NVIDIA DALI (Linux only), torchcodec, SPDL (needs FFmpeg 4-8)
 	if [ -x $(VENV)/bin/uv ]; then $(VENV)/bin/uv pip install --python $(PY) -r requirements-peers.txt; else $(PY) -m pip install -r requirements-peers.txt; fi
 
 playbook: $(INSTALLED)  ## the page you keep: this machine, your measured figures per module, the capstone's run (.grader/playbook.md and .html)
