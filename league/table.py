@@ -29,6 +29,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -302,18 +303,28 @@ def league_bars(league: dict[str, Any], highlight: Iterable[str] = (), ax: Any =
     colours = ["#bbbbbb" if r in greyed else "#dd8452" if r["name"] in marked else "#4c72b0" for r in shown]
     ax.barh([r["name"] for r in shown], medians, xerr=[low, high], capsize=3, color=colours)
     for row, r in enumerate(shown):
-        reason = f"  not ranked: {r['status']}, {r['note'][:60]}" if r in greyed else ""
+        reason = f"  not ranked: {_short_reason(r)}" if r in greyed else ""
         ax.text(r["median"], row, f" {r['median']:.0f}{reason}", va="center", fontsize="small",
                 color="#777777" if r in greyed else "black")
-    for value, style, label in ((league["ceiling"], "--", "decode only, full size"),
-                                (league.get("window_ceiling"), ":", "decode only, smallest DCT scale")):
-        if value:
-            ax.axvline(value, color="#c44e52", linestyle=style, label=f"{label}: {value:.0f}/s")
-    if league["ceiling"] or league.get("window_ceiling"):
-        ax.legend(loc="lower right", fontsize="small")
+    ceilings = [(value, style, label) for value, style, label in (
+        (league["ceiling"], "--", "decode only, full size"),
+        (league.get("window_ceiling"), ":", "decode only, smallest DCT scale")) if value]
+    for value, style, label in ceilings:
+        ax.axvline(value, color="#c44e52", linestyle=style, label=f"{label}: {value:.0f}/s")
+    ax.set_xlim(0, 1.6 * max([*medians, *(value for value, _, _ in ceilings)], default=1))  # room for the labels
+    if ceilings:
+        ax.legend(loc="upper right", fontsize="small")
     ax.set_xlabel("images/s (median over rounds)")
     ax.set_title(f"{league['profile']}, {league['cores']} cores, {league['images']} images x {league['rounds']} round(s)")
     return ax
+
+
+def _short_reason(row: dict[str, Any]) -> str:
+    """A not-ranked row's reason in a few words, for the chart (the table has it whole)."""
+    found = re.search(r"by ([\d.]+) levels on average \(allowed ([\d.]+)\)", row["note"])
+    if row["status"] == "rejected" and found:
+        return f"pixels {found.group(1)} levels off (allowed {found.group(2)})"
+    return f"{row['status']}: {row['note'][:40]}"
 
 
 def main(argv: list[str] | None = None) -> None:
