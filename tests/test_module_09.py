@@ -53,6 +53,9 @@ def _unequal_steps(rank: int, world_size: int) -> int:
 
 
 def _rank_one_exits(rank: int, world_size: int) -> int:
+    import torch.distributed as dist
+
+    dist.barrier()  # both ranks fully connected first: a rank that dies while gloo still connects fails the other
     if rank == 1:
         import os
         os._exit(3)
