@@ -493,13 +493,13 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
         difference = mean_abs_difference(_crop_or_fail(ex, crop, png, "a PNG file", advice), reference_crop(png))
     assert difference <= WORST_TOLERANCE, (
         f"on a PNG file, decode_less_crop differs from reference_crop by {difference:.2f} levels (allowed "
-        f"{WORST_TOLERANCE}): a file that is not a JPEG has no DCT to scale; decode it fully (exercise 01's fast "
-        "crop) and crop that.")
+        f"{WORST_TOLERANCE}). {advice}")
 
 
 def decode_less_crop_raises_on_broken_files(ex: ModuleType) -> None:
     crop = require(ex, "decode_less_crop")
-    for sample in _broken_samples(len(set(broken_files(dataset_dir()).values()))):
+    broken = broken_files(dataset_dir())
+    for sample in _broken_samples(len(set(broken.values()))):  # one file of each kind of damage
         name = sample.path.name
         try:
             within(30, f"decode_less_crop({name})", lambda: crop(sample.path))
@@ -513,8 +513,7 @@ def decode_less_crop_raises_on_broken_files(ex: ModuleType) -> None:
                 "loaderlab.images.DECODE_ERRORS (OSError, ValueError, ...), as Pillow and simplejpeg do, so that "
                 "load_batches' step 3 skips it and says why.") from err
         raise AssertionError(
-            f"decode_less_crop({name}) returned an image for a broken file (kind: "
-            f"{broken_files(dataset_dir())[sample.path]}): a file that does not decode must raise, so that "
+            f"decode_less_crop({name}) returned an image for a broken file (kind: {broken[sample.path]}): a file that does not decode must raise, so that "
             "load_batches can skip and report it; a made-up image would train the model on noise.")
 
 
