@@ -37,17 +37,19 @@ def image_paths(root: Path | str) -> list[str]:
     return [str(sample.path) for sample in list_samples(root)]
 
 
-def _crop_axis(size: tf.Tensor, new_size: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-    """Along one axis of `size` pixels, resized to `new_size` then cropped to CROP in the middle (as
-    `loaderlab.images.resize_center_crop` does): the pixels the crop depends on, and the resize that makes it from them.
+def _crop_geometry(size: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """For an image of `size` = (height, width) pixels, short side resized to RESIZE, then cropped to CROP in the middle
+    (as `loaderlab.images.resize_center_crop` does): the pixels the crop depends on, and the resize that makes it from them.
 
-    Returns (start, length, scale, translation): the crop is ScaleAndTranslate(image[start : start + length], CROP,
-    scale, translation). The window is the crop's source span plus the antialiasing kernel's reach (its radius is
-    max(1, 1/scale) pixels) and one pixel against float rounding, clipped to the image: the weights are those of a
-    resize of the whole image.
+    Returns (start, length, scale, translation), each a (rows, columns) pair: the crop is
+    ScaleAndTranslate(the window of `length` pixels from `start`, CROP, scale, translation). The window is the crop's
+    source span plus the antialiasing kernel's reach (its radius is max(1, 1/scale) pixels) and one pixel against float
+    rounding, clipped to the image: the weights are those of a resize of the whole image. Both axes at once, as pairs:
+    half the graph's ops of one axis at a time.
     """
     import tensorflow as tf
 
+    new_size = RESIZE * size // tf.reduce_min(size)  # the short side to RESIZE, the long one in proportion (rounded down)
     offset = tf.round(tf.cast(new_size - CROP, tf.float32) / 2)  # where the crop starts in the resized image
     scale = tf.cast(new_size, tf.float32) / tf.cast(size, tf.float32)
     reach = tf.math.ceil(tf.maximum(1.0, 1.0 / scale)) + 1.0
@@ -104,43 +106,29 @@ def _decode_center_crop(data: tf.Tensor) -> tf.Tensor:
 
     last_two = tf.strings.substr(data, tf.maximum(tf.strings.length(data) - 2, 0), 2)
     whole_jpeg = tf.logical_and(tf.io.is_jpeg(data), tf.equal(last_two, JPEG_END))
-    window, rows, columns = tf.cond(whole_jpeg, lambda: _jpeg_window(data), lambda: _sliced_window(data))
-    cropped = tf.raw_ops.ScaleAndTranslate(images=window[tf.newaxis], size=[CROP, CROP],
-                                           scale=tf.stack([rows[2], columns[2]]),
-                                           translation=tf.stack([rows[3], columns[3]]),
-                                           kernel_type="triangle", antialias=True)[0]
+    window, scale, translation = tf.cond(whole_jpeg, lambda: _jpeg_window(data), lambda: _sliced_window(data))
+    cropped = tf.raw_ops.ScaleAndTranslate(images=window[tf.newaxis], size=[CROP, CROP], scale=scale,
+                                           translation=translation, kernel_type="triangle", antialias=True)[0]
     # The triangle's weights are positive and sum to 1, so every value lies in 0..255: +0.5 and a truncating cast round it
     # (two passes over the crop instead of round, clip and cast: 0.3 ms of CPU less per image).
     return tf.ensure_shape(tf.cast(cropped + 0.5, tf.uint8), (CROP, CROP, 3))
 
 
-def _crop_axes(height: tf.Tensor, width: tf.Tensor) -> tuple[tuple[tf.Tensor, ...], tuple[tf.Tensor, ...]]:
-    """`_crop_axis` for the rows and the columns of a `height` x `width` image (the short side goes to RESIZE)."""
+def _jpeg_window(data: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """A whole JPEG's crop window, decoded alone, with the scale and translation that resize it (`_crop_geometry`)."""
     import tensorflow as tf
 
-    portrait = width <= height
-    rows = _crop_axis(height, tf.where(portrait, RESIZE * height // width, RESIZE))
-    columns = _crop_axis(width, tf.where(portrait, RESIZE, RESIZE * width // height))
-    return rows, columns
+    start, length, scale, translation = _crop_geometry(tf.io.extract_jpeg_shape(data)[:2])
+    return tf.io.decode_and_crop_jpeg(data, tf.concat([start, length], 0), channels=3), scale, translation
 
 
-def _jpeg_window(data: tf.Tensor) -> tuple[tf.Tensor, tuple[tf.Tensor, ...], tuple[tf.Tensor, ...]]:
-    """A whole JPEG's crop window, decoded alone, with the crop's rows and columns (`_crop_axis`)."""
-    import tensorflow as tf
-
-    size = tf.io.extract_jpeg_shape(data)
-    rows, columns = _crop_axes(size[0], size[1])
-    window = tf.io.decode_and_crop_jpeg(data, tf.stack([rows[0], columns[0], rows[1], columns[1]]), channels=3)
-    return window, rows, columns
-
-
-def _sliced_window(data: tf.Tensor) -> tuple[tf.Tensor, tuple[tf.Tensor, ...], tuple[tf.Tensor, ...]]:
-    """Any image's crop window, sliced out of its whole decode, with the crop's rows and columns (`_crop_axis`)."""
+def _sliced_window(data: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Any image's crop window, sliced out of its whole decode, with the scale and translation that resize it."""
     import tensorflow as tf
 
     image = tf.io.decode_image(data, channels=3, expand_animations=False)
-    rows, columns = _crop_axes(tf.shape(image)[0], tf.shape(image)[1])
-    return image[rows[0] : rows[0] + rows[1], columns[0] : columns[0] + columns[1]], rows, columns
+    start, length, scale, translation = _crop_geometry(tf.shape(image)[:2])
+    return tf.slice(image, tf.concat([start, [0]], 0), tf.concat([length, [-1]], 0)), scale, translation
 
 
 def folder_label(path: tf.Tensor, classes: tf.Tensor) -> tf.Tensor:
