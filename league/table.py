@@ -29,7 +29,6 @@ import importlib
 import importlib.util
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -59,7 +58,11 @@ RESULT_PREFIX = "LEAGUE-RESULT "
 # ---- the gate (in the entry's process) --------------------------------------------------------------
 
 class GateFailure(AssertionError):
-    """The entry's output is not the league's work; the message says how."""
+    """The entry's output is not the league's work: the message says how, `brief` in a few words (the chart's label)."""
+
+    def __init__(self, message: str, brief: str) -> None:
+        super().__init__(message)
+        self.brief = brief
 
 
 def _as_array(x: Any) -> np.ndarray:
@@ -78,24 +81,28 @@ def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
         images, batch_labels = _as_array(batch[0]), _as_array(batch[1]).reshape(-1)
         n = len(images)
         if images.ndim != 4 or images.shape[1:] not in ((3, CROP, CROP), (CROP, CROP, 3)):
-            raise GateFailure(f"batch {number}: images of shape {images.shape}, expected (N, 3, {CROP}, {CROP})")
+            raise GateFailure(f"batch {number}: images of shape {images.shape}, expected (N, 3, {CROP}, {CROP})",
+                              f"images of shape {images.shape[1:]}")
         if not 0 < n <= batch_size or len(batch_labels) != n:
-            raise GateFailure(f"batch {number}: {n} images and {len(batch_labels)} labels for batches of {batch_size}")
+            raise GateFailure(f"batch {number}: {n} images and {len(batch_labels)} labels for batches of {batch_size}",
+                              f"a batch of {n} images, {len(batch_labels)} labels")
         if images.dtype == np.float32 and 0.0 <= images.min() and images.max() <= 1.0:
             pixels = np.round(images * 255).astype(np.uint8)
         elif images.dtype == np.uint8:
             pixels = images
         else:
-            raise GateFailure(f"batch {number}: images of dtype {images.dtype}, expected uint8")
+            raise GateFailure(f"batch {number}: images of dtype {images.dtype}, expected uint8", f"{images.dtype} images")
         if not np.issubdtype(batch_labels.dtype, np.integer):
-            raise GateFailure(f"batch {number}: labels of dtype {batch_labels.dtype}, expected integers")
+            raise GateFailure(f"batch {number}: labels of dtype {batch_labels.dtype}, expected integers",
+                              f"{batch_labels.dtype} labels")
         layouts.add("NCHW" if images.shape[1] == 3 else "NHWC")
         dtypes.add(str(images.dtype))
         keys = list(batch[2]) if len(batch) > 2 else None
         for row in range(n):
             index = expected.get(keys[row], -1) if keys else len(seen)
             if not 0 <= index < len(samples):
-                raise GateFailure(f"batch {number}: a sample beyond the {len(samples)} of the tree ({keys and keys[row]})")
+                raise GateFailure(f"batch {number}: a sample beyond the {len(samples)} of the tree ({keys and keys[row]})",
+                                  "a sample not in the tree")
             seen.append(index)
             labels[index] = int(batch_labels[row])
             if index in checked:
@@ -103,16 +110,18 @@ def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
                 differences[index] = mean_abs_difference(image, reference_crop(samples[index].path))
     if sorted(seen) != list(range(len(samples))):
         raise GateFailure(f"{len(seen)} samples in the pass ({len(set(seen))} distinct), expected each of "
-                          f"{len(samples)} once")
+                          f"{len(samples)} once", f"{len(set(seen))} of {len(samples)} samples")
     wrong = [i for i in range(len(samples)) if labels[i] != samples[i].label]
     if wrong:
         raise GateFailure(f"{len(wrong)} wrong labels, first {samples[wrong[0]].path.name}: {labels[wrong[0]]}, "
-                          f"expected {samples[wrong[0]].label}")
+                          f"expected {samples[wrong[0]].label}", f"{len(wrong)} wrong labels")
     mean, worst = float(np.mean(list(differences.values()))), max(differences, key=differences.__getitem__)
     if mean > MEAN_TOLERANCE or differences[worst] > WORST_TOLERANCE:
         raise GateFailure(f"pixels differ from the reference crop by {mean:.2f} levels on average (allowed "
                           f"{MEAN_TOLERANCE}) and {differences[worst]:.2f} at worst (allowed {WORST_TOLERANCE}, "
-                          f"{samples[worst].path.name}): not the 256 resize + 224 centre crop")
+                          f"{samples[worst].path.name}): not the 256 resize + 224 centre crop",
+                          f"pixels {mean:.2f} levels off (allowed {MEAN_TOLERANCE})" if mean > MEAN_TOLERANCE
+                          else f"an image {differences[worst]:.2f} levels off (allowed {WORST_TOLERANCE})")
     return f"{'/'.join(sorted(dtypes))} {'/'.join(sorted(layouts))}, pixels {mean:.2f} off on average"
 
 
@@ -140,7 +149,7 @@ def run_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
             return {"status": "not started", "note": str(err)}
         raise
     except GateFailure as err:
-        return {"status": "rejected", "note": str(err)}
+        return {"status": "rejected", "note": str(err), "brief": err.brief}
 
 
 def crashed(error: BaseException) -> dict[str, Any]:
@@ -182,6 +191,7 @@ class Row:
     title: str
     status: str                # ranked, ceiling, rejected, not started, not installed, crashed
     note: str = ""
+    brief: str = ""            # a rejected entry's reason in a few words (GateFailure.brief), for the chart
     images_per_s: list[float] = field(default_factory=list)
 
     @property
@@ -219,7 +229,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
             if entry not in CEILINGS:
                 verdict = run_entry(entry, setup, "check")
                 if verdict["status"] != "passed":
-                    row.status, row.note = verdict["status"], verdict.get("note", "")
+                    row.status, row.note, row.brief = verdict["status"], verdict.get("note", ""), verdict.get("brief", "")
                     log(f"  {entry.name}: {row.status}: {row.note}")
                     if row.status != "rejected":
                         continue  # a rejected peer is still timed, to be shown beside the ranking, never in it
@@ -321,10 +331,7 @@ def league_bars(league: dict[str, Any], highlight: Iterable[str] = (), ax: Any =
 
 def _short_reason(row: dict[str, Any]) -> str:
     """A not-ranked row's reason in a few words, for the chart (the table has it whole)."""
-    found = re.search(r"by ([\d.]+) levels on average \(allowed ([\d.]+)\)", row["note"])
-    if row["status"] == "rejected" and found:
-        return f"pixels {found.group(1)} levels off (allowed {found.group(2)})"
-    return f"{row['status']}: {row['note'][:40]}"
+    return row.get("brief") or f"{row['status']}: {row['note'][:40]}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -39,15 +40,17 @@ def test_gate_passes_the_reference_decode(setup: league.Setup) -> None:
 
 
 def test_gate_rejects_a_peer_that_skips_the_crop(setup: league.Setup) -> None:
-    with pytest.raises(league.GateFailure, match="not the 256 resize \\+ 224 centre crop"):
+    with pytest.raises(league.GateFailure, match="not the 256 resize \\+ 224 centre crop") as caught:
         league.gate(entries.skips_the_crop(setup), league.list_samples(setup.root), setup.batch_size)
+    assert re.fullmatch(r"pixels [\d.]+ levels off \(allowed 2.0\)", caught.value.brief)  # the chart's label
 
 
 def test_gate_rejects_wrong_labels_and_lost_samples(setup: league.Setup) -> None:
     samples = league.list_samples(setup.root)
     batches = _reference_batches(setup)
-    with pytest.raises(league.GateFailure, match="wrong labels"):
+    with pytest.raises(league.GateFailure, match="wrong labels") as caught:
         league.gate([(images, labels + 1) for images, labels in batches], samples, setup.batch_size)
+    assert caught.value.brief == f"{len(samples)} wrong labels"
     with pytest.raises(league.GateFailure, match="expected each of"):
         league.gate(batches[:-1], samples, setup.batch_size)
     with pytest.raises(league.GateFailure, match="dtype"):
@@ -78,6 +81,8 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}
     assert rows["planted-skips-crop"]["status"] == "rejected"
+    assert rows["planted-skips-crop"]["brief"].startswith("pixels ")  # what the chart writes beside its grey bar
+    assert league._short_reason(rows["planted-skips-crop"]) == rows["planted-skips-crop"]["brief"]
     assert rows["thread-batch"]["status"] == "ranked" and rows["thread-batch"]["median"] > 0
     assert rows["decode-only"]["status"] == "ceiling"
     assert rows["yours-ex04"]["status"] in ("not started", "ranked")
