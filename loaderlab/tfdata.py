@@ -69,9 +69,9 @@ def decode_center_crop(data: tf.Tensor) -> tf.Tensor:
       8x8 block is still entropy-decoded; those outside the window skip the inverse DCT and the
       colour conversion. Anything else (a PNG, a JPEG cut short or with bytes after its end) is
       decoded whole by `tf.io.decode_image`, which tells the format by the bytes and raises for
-      a file that does not decode; the window is then sliced out of it. (The window's decode
-      alone reads a file cut short below the window without an error: measured on workshop
-      JPEGs cut at 97% of their bytes.);
+      a file that does not decode; the window is then sliced out of it. The window's decode
+      alone reads a file cut short below the window without an error (measured on workshop
+      JPEGs cut at 97% of their bytes), hence the test of the last two bytes;
     - the window goes straight to 224x224 through the triangle kernel of
       `tf.image.resize(..., antialias=True)`, at the whole-image resize's fractional scale and
       offset (`tf.raw_ops.ScaleAndTranslate`, the op that call runs).
@@ -90,15 +90,17 @@ def decode_center_crop(data: tf.Tensor) -> tf.Tensor:
     as banded matrix products (`tf.matmul`) gave the same pixels, no faster in a pipeline. It runs
     as one tf.function, traced once per process, so a pipeline that maps it does not trace it again.
     """
-    return _traced_decode_center_crop()(data)
+    return _traced(_decode_center_crop, ((), "string"))(data)
 
 
 @functools.cache
-def _traced_decode_center_crop() -> Callable[[tf.Tensor], tf.Tensor]:
-    """`_decode_center_crop` as a tf.function of one scalar string, made (and traced) on first use."""
+def _traced(graph: Callable[..., tf.Tensor],
+            *signature: tuple[tuple[int | None, ...], str]) -> Callable[..., tf.Tensor]:
+    """`graph` as a tf.function of tensors of `signature` ((shape, dtype name) each), made and traced on first use,
+    once per process: a pipeline built anew every epoch calls it instead of tracing the graph again."""
     import tensorflow as tf
 
-    return tf.function(_decode_center_crop, input_signature=[tf.TensorSpec([], tf.string)])
+    return tf.function(graph, input_signature=[tf.TensorSpec(shape, getattr(tf, dtype)) for shape, dtype in signature])
 
 
 JPEG_END = b"\xff\xd9"  # the end-of-image marker, the last two bytes of a whole JPEG
@@ -145,15 +147,7 @@ def folder_label(path: tf.Tensor, classes: tf.Tensor) -> tf.Tensor:
     exercise 07's pipeline): with `tf.strings.split` and `tf.debugging.Assert` (which wraps its
     check in a tf.cond when the message holds strings) an epoch's start took 32 ms more.
     """
-    return _traced_folder_label()(path, classes)
-
-
-@functools.cache
-def _traced_folder_label() -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
-    """`_folder_label` as a tf.function of a scalar string and a 1-D string tensor, made (and traced) on first use."""
-    import tensorflow as tf
-
-    return tf.function(_folder_label, input_signature=[tf.TensorSpec([], tf.string), tf.TensorSpec([None], tf.string)])
+    return _traced(_folder_label, ((), "string"), ((None,), "string"))(path, classes)
 
 
 SEPARATOR = re.escape(os.sep)
