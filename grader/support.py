@@ -54,6 +54,29 @@ def within(seconds: float, what: str, function: Callable[[], T]) -> T:
     return outcome["value"]
 
 
+def relative_str(path: Path) -> str:
+    """`path` in the other form a `Path | str` contract promises: a str, relative to the working directory (the
+    absolute str where there is no relative one: on Windows, another drive)."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def in_promised_type(call: Callable[[Any], T], given: Any, usual: Any, what: str, instead: str, promise: str) -> T:
+    """`call(given)`, where `given` is an argument in another type its contract promises than `usual`, the one the
+    other checks pass. When that raises and `call(usual)` does not, fail saying so: `what` names the call and the type
+    given, `instead` the usual type, `promise` what the contract takes. When both raise, the usual one's error is the
+    learner's to see, as without this check."""
+    try:
+        return call(given)
+    except (AssertionError, NotImplementedError):
+        raise
+    except Exception as err:
+        call(usual)
+        raise AssertionError(f"{what} raised {type(err).__name__}: {err}; {instead} it ran. {promise}") from None
+
+
 def _shm_entries() -> set[str]:
     return set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
 
