@@ -40,7 +40,8 @@ class DevicePrefetcher:
     - what crosses to the device is the uint8 batch: convert after `.to(device)`, never before.
       Call `.to(device)` on every device (on the CPU it is a no-op), so one code path serves all;
     - when batch k is handed over, batches k+1 .. k+depth-1 have already been taken from `loader`
-      and their copies issued (depth=1: no look-ahead), and at most one batch more than that;
+      and their copies issued, and no batch after them: `depth` batches counting the one handed over
+      (fewer at the loader's end; depth=1: no look-ahead);
     - an exception raised by `loader` reaches the caller (same type and message) after the batches
       before it; `close()` (or leaving a `with` block) stops: it closes the loader's iterator (a
       DataLoader's worker processes stop) and leaves nothing running;
