@@ -266,7 +266,7 @@ def summary_lines(results: list[CheckResult], target: str, cores: int,
     for exercise, checks in _grouped(results, lambda r: r.exercise).items():
         status = status_of(checks, not_run.get(exercise))
         skipped = [r for r in checks if r.status == SKIPPED]
-        count = f" ({len(skipped)} of {len(checks)} checks not graded here)" if skipped else ""
+        count = f" ({len(skipped)} of {len(checks)} checks not graded here)" if status == CORRECT_HERE else ""
         lines.append(f"{exercise:<{width}} {status:<{STATUS_WIDTH}}{count}".rstrip())
         steps = _step_groups(exercise, checks, not_run.get(exercise, {}))
         shown: set[str] = set()
@@ -285,8 +285,10 @@ def summary_lines(results: list[CheckResult], target: str, cores: int,
             if skipped:
                 numbers = sorted({r.step for r in skipped if r.step})
                 where = f" (step{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))})" if numbers else ""
-                advice += [f"{exercise}: {len(skipped)} checks{where} were not graded on this machine (why: under each "
-                           "step above); grade it again where they can run."]
+                many = len(skipped) > 1
+                advice += [f"{exercise}: {len(skipped)} check{'s' if many else ''}{where} {'were' if many else 'was'} not "
+                           f"graded on this machine (why: under each step above); grade it again where "
+                           f"{'they' if many else 'it'} can run."]
             continue
         where = f"step {failing.step} ({failing.step_title}), " if failing.step else ""
         if failing.status == NOT_STARTED:  # nothing failed: where to go on, and nothing of the answer
