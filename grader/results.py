@@ -150,7 +150,8 @@ def saved_results(entry: Any, exercise: str = "") -> list[CheckResult]:
     names = {f.name for f in fields(CheckResult)}
     found = []
     for saved in checks if isinstance(checks, list) else []:
-        if not (isinstance(saved, dict) and isinstance(saved.get("check"), str) and isinstance(saved.get("status"), str)):
+        if not (isinstance(saved, dict) and isinstance(saved.get("check"), str)
+                and isinstance(saved.get("status"), str)):
             continue
         try:
             found.append(CheckResult(**({"exercise": exercise} | {k: v for k, v in saved.items() if k in names})))
@@ -203,15 +204,17 @@ def _timed_rows(checks: list[CheckResult], indent: str, width: int) -> list[str]
             continue
         mark = "ok" if m.get("passed") else "too slow"
         unit = m.get("unit", "items")
-        rows.append(f"{name:<{width}} {mark:<{STATUS_WIDTH}} {m['candidate_ips']:>10.1f}/s {m['baseline_ips']:>10.1f}/s "
-                    f"{m['ratio']:>6.2f}x {m['target']:>6.2f}x {_cores_cell(m):>13}  ({unit}/s)")
+        rows.append(f"{name:<{width}} {mark:<{STATUS_WIDTH}} {m['candidate_ips']:>10.1f}/s "
+                    f"{m['baseline_ips']:>10.1f}/s {m['ratio']:>6.2f}x {m['target']:>6.2f}x {_cores_cell(m):>13}  "
+                    f"({unit}/s)")
     return rows
 
 
 def _first_column(results: list[CheckResult]) -> int:
     """Wide enough for every exercise, step and figure name (never cut), at least 30."""
     names = [r.exercise for r in results] + [f"  step {r.step}: {r.step_title}" for r in results if r.step]
-    names += [f"  step {c.step}: {c.step_title}" for e in {r.exercise for r in results} for c in declared_checks(e).values()]
+    names += [f"  step {c.step}: {c.step_title}"  # a step with no result shows too
+              for exercise in {r.exercise for r in results} for c in declared_checks(exercise).values()]
     names += [f"    {r.metrics['name']}" for r in results if r.metrics and r.metrics.get("name")]
     return max([30] + [len(name) for name in names])
 
@@ -286,8 +289,8 @@ def summary_lines(results: list[CheckResult], target: str, cores: int,
                 numbers = sorted({r.step for r in skipped if r.step})
                 where = f" (step{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))})" if numbers else ""
                 many = len(skipped) > 1
-                advice += [f"{exercise}: {len(skipped)} check{'s' if many else ''}{where} {'were' if many else 'was'} not "
-                           f"graded on this machine (why: under each step above); grade it again where "
+                advice += [f"{exercise}: {len(skipped)} check{'s' if many else ''}{where} {'were' if many else 'was'} "
+                           f"not graded on this machine (why: under each step above); grade it again where "
                            f"{'they' if many else 'it'} can run."]
             continue
         where = f"step {failing.step} ({failing.step_title}), " if failing.step else ""

@@ -467,12 +467,6 @@ class CudaStandIn:
             setattr(torch.cuda, name, real)
 
 
-def _where_in(ex: ModuleType, err: BaseException) -> str:
-    """' (line N of the learner's file: the line)' for the innermost frame of `err` in the learner's module."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename).resolve() == Path(ex.__file__).resolve()]
-    return f" (line {frames[-1].lineno} of {Path(ex.__file__).name}: {frames[-1].line})" if frames else ""
-
-
 def _where_in(module: ModuleType, err: BaseException) -> str:
     """' (line N of the learner's file: the line)' for the innermost frame of `err` in `module`'s file."""
     mine = Path(module.__file__).resolve()

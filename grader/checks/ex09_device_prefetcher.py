@@ -458,8 +458,10 @@ class RandomImages:
 
 # ---- the CUDA branch on a CPU stand-in: step 3 (every machine) ----------------------------------------
 
-STAND_IN_RUNS = (("'cuda'", {"depth": 2}, False), ("torch.device('cuda')", {"depth": 3, "channels_last": True,
-                                                                              "mean": OTHER_MEAN, "std": OTHER_STD}, True))
+# (the device as written, the options, whether the batches arrive pinned): each argument of the contract varied
+STAND_IN_RUNS = (("'cuda'", {"depth": 2}, False),
+                 ("torch.device('cuda')", {"depth": 3, "channels_last": True, "mean": OTHER_MEAN, "std": OTHER_STD},
+                  True))
 
 
 def cuda_branch_runs_on_a_cpu_stand_in(ex: ModuleType) -> None:
@@ -483,7 +485,8 @@ def cuda_branch_runs_on_a_cpu_stand_in(ex: ModuleType) -> None:
         for number, (batch, (host_images, host_labels)) in enumerate(zip(got, source)):
             images, labels = _unpack(batch, setting, number)
             expected = _normalised(host_images, "cpu", mean, std)
-            assert isinstance(images, torch.Tensor) and images.dtype == torch.float32 and torch.equal(images, expected), (
+            same = isinstance(images, torch.Tensor) and images.dtype == torch.float32 and torch.equal(images, expected)
+            assert same, (
                 f"{setting}: batch {number}'s images differ from images.to(device).float().div(255).sub(mean)"
                 ".div(std): your CUDA branch normalises otherwise than the CPU path (same operations, same order, on "
                 "every device).")

@@ -329,8 +329,9 @@ def crops_stay_on_the_device(ex: ModuleType) -> None:
                 return decode_batch(jpegs, device, keys)
 
         crops, stand_in = on_cuda_stand_in(ex, setting, run)
-        assert isinstance(crops, torch.Tensor) and crops.dtype == torch.uint8 and tuple(crops.shape) == (BATCH, 3, CROP, CROP), (
-            f"{setting} must return a uint8 tensor {(BATCH, 3, CROP, CROP)}, got "
+        shape = (BATCH, 3, CROP, CROP)
+        assert isinstance(crops, torch.Tensor) and crops.dtype == torch.uint8 and tuple(crops.shape) == shape, (
+            f"{setting} must return a uint8 tensor {shape}, got "
             f"{getattr(crops, 'dtype', type(crops).__name__)} {tuple(getattr(crops, 'shape', ()))}.")
         assert not stand_in.copied_back, (
             f"{setting}: the decoded images came back to the host ({', '.join(dict.fromkeys(stand_in.copied_back))}) "
