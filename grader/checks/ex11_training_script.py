@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from grader.results import Measured
-from grader.support import child_processes, no_leaks, require, within
+from grader.support import no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import broken_files, decode_rgb, list_samples, mean_abs_difference
 from loaderlab.machine import usable_cores
@@ -288,14 +288,38 @@ def an_item_weighs_more_than_its_pixels(ex: ModuleType) -> None:
 
 # ---- step 3: one core busy ----------------------------------------------------------------------
 
+def _processes_below() -> dict[int, Any]:
+    """The processes below this one (children, and theirs), by pid."""
+    import psutil
+
+    return {process.pid: process for process in psutil.Process().children(recursive=True)}
+
+
+def _workers_among(new: dict[int, Any]) -> set[int]:
+    """The worker processes among processes started since a point: those that start none of their own (a forkserver's
+    server is the parent of the workers it forks, which carry its command line, so grader.support.child_processes
+    would not tell them apart) and are not multiprocessing's resource tracker."""
+    import psutil
+
+    parents, services = set(), set()
+    for pid, process in new.items():
+        try:
+            parents.add(process.ppid())
+            if "resource_tracker" in " ".join(process.cmdline()):
+                services.add(pid)
+        except psutil.Error:
+            services.add(pid)  # gone already: not a worker of this epoch
+    return set(new) - parents - services
+
+
 def _worker_pids_per_epoch(loader: Any, epochs: int = 2) -> list[frozenset[int]]:
-    """The processes beside this one that each epoch of `loader` ran with (those started since the first epoch)."""
-    before = {process.pid for process in child_processes()}
+    """The worker processes each epoch of `loader` ran with (among those started since its first epoch began)."""
+    before = set(_processes_below())
     seen = []
     for _ in range(epochs):
         pids: set[int] = set()
         for _ in loader:
-            pids |= {process.pid for process in child_processes()} - before
+            pids |= _workers_among({pid: p for pid, p in _processes_below().items() if pid not in before})
         seen.append(frozenset(pids))
     return seen
 
