@@ -470,10 +470,10 @@ def test_summary_says_when_the_machine_was_busy() -> None:
 
 
 def test_summary_shows_only_a_checks_first_hint_and_how_to_ask_for_the_next() -> None:
-    exercise, check = "ex11_training_script", "labels_follow_class_folders"
+    exercise, check = "ex11_training_script", "labels_change_when_the_split_moves"
     levels = hints.check_hints(exercise)[check]
     assert len(levels) >= 2
-    text = "\n".join(summary_lines([_result(exercise, check, FAIL, step=4, step_title="labels")], "exercises/", 2))
+    text = "\n".join(summary_lines([_result(exercise, check, FAIL, step=4, step_title="a split elsewhere")], "exercises/", 2))
     assert f"hint: {levels[0]}" in text
     assert not any(level in text for level in levels[1:]), "the levels that spell out the fix come on request only"
     assert f"next level: make hint EX=ex11 CHECK={check} LEVEL=2" in text
@@ -503,7 +503,7 @@ def test_make_hint_climbs_a_checks_levels_and_the_exercises() -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    check = "pin_memory_only_for_cuda"
+    check = "batches_pinned_for_the_wrong_device"
     levels = hints.check_hints("ex11_training_script")[check]
     for level, text in enumerate(levels, start=1):
         out = hint("EX=ex11", f"CHECK={check}", f"LEVEL={level}")
@@ -532,13 +532,13 @@ def test_summary_keeps_whole_step_names_and_shows_units_and_measured_figures() -
     stall = Measured("data stall, 10 batches (a short run)", 0.04, 0.3, at_most=True).to_dict()
     accuracy = Measured("val accuracy, 12 epochs (ci's short run)", 0.2, 0.25, at_most=False,
                         note="time to 25%: not reached").to_dict()
-    step = {"step": 6, "step_title": "device options and timing"}
-    results = [_result("ex11_training_script", "pin_memory_only_for_cuda", PASS, **step),
+    step = {"step": 8, "step_title": "the copy to the device"}
+    results = [_result("ex11_training_script", "batches_pinned_for_the_wrong_device", PASS, **step),
                _result("ex13_resumable_loading", "resume_beats_fast_forward", PASS, metrics=comparison, timed=True),
                _result("ex11_training_script", "data_stall_under_bound", PASS, metrics=stall, timed=True),
                _result("ex11_training_script", "accuracy_after_the_epoch_budget", FAIL, metrics=accuracy, timed=True)]
     text = "\n".join(summary_lines(results, "exercises/", 2))
-    assert "step 6: device options and timing" in text
+    assert "step 8: the copy to the device" in text
     assert "(samples/s)" in text
     assert "data stall, 10 batches (a short run)" in text and "4%  at most 30%" in text
     assert "val accuracy, 12 epochs (ci's short run)" in text and "too low" in text and "20% at least 25%" in text
