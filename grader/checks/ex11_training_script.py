@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from grader.results import Measured
-from grader.support import no_leaks, require, within
+from grader.support import in_promised_type, relative_str, no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import broken_files, decode_rgb, list_samples, mean_abs_difference
 from loaderlab.machine import usable_cores
@@ -253,9 +253,16 @@ def an_item_weighs_more_than_its_pixels(ex: ModuleType) -> None:
 
     shapes_folder = require(ex, "ShapesFolder")
     pixel_bytes = 3 * IMAGE_SIZE * IMAGE_SIZE
+    val_dir = dataset_dir() / "val"
     for train in (False, True):
         what = f"ShapesFolder(val folder, train={train})"
-        dataset = within(30, what, lambda: shapes_folder(dataset_dir() / "val", train))
+        if train:  # the contract takes a Path or a str: the second read gets the folder as a relative str
+            dataset = in_promised_type(lambda split: within(30, what, lambda: shapes_folder(split, train)),
+                                       relative_str(val_dir), val_dir, f"ShapesFolder({relative_str(val_dir)!r}, "
+                                       "train=True), the folder given as a str,", "with the folder as a Path",
+                                       "The contract takes split_dir as a Path or a str.")
+        else:
+            dataset = within(30, what, lambda: shapes_folder(val_dir, train))
         image, _ = _item(dataset, 0, what)
         if not _is_uint8_item(image):
             reads = []
@@ -270,15 +277,23 @@ def an_item_weighs_more_than_its_pixels(ex: ModuleType) -> None:
     generator = torch.Generator().manual_seed(SEED)
     batch = torch.randint(0, 256, (5, 3, IMAGE_SIZE, IMAGE_SIZE), dtype=torch.uint8, generator=generator)
     expected = (batch.float() / 255 - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
-    made = require(ex, "to_model_input")(batch.clone(), torch.device("cpu"))
-    call = f"to_model_input(a uint8 batch of shape {tuple(batch.shape)}, cpu)"
+    to_model_input = require(ex, "to_model_input")
+    call = f"to_model_input(a uint8 batch of shape {tuple(batch.shape)}, 'cpu')"
+    # The contract takes the device as a torch.device or a str: the str here, the torch.device in every other check.
+    made = in_promised_type(lambda device: to_model_input(batch.clone(), device), "cpu", torch.device("cpu"),
+                            f"{call}, the device given as a str,", "with torch.device('cpu')",
+                            "The contract takes the device as a torch.device or a str.")
     assert isinstance(made, torch.Tensor) and made.dtype == torch.float32 and made.shape == batch.shape, (
         f"{call} returned {_described(made)}, where the model takes float32 of the batch's shape.")
     worst = float((made - expected).abs().max())
     assert worst <= NORMALISE_TOLERANCE, (
         f"{call} differs from (images / 255 - MEAN) / STD, per channel, by up to {worst:.4g} (rounding accounts for "
         f"{NORMALISE_TOLERANCE}).")
-    train_loader, _ = _loaders(ex, dataset_dir(), num_workers=0)
+    data = dataset_dir()  # the contract takes a Path or a str: a relative str here, a Path in every other check
+    train_loader, _ = in_promised_type(lambda folder: _loaders(ex, folder, num_workers=0), relative_str(data), data,
+                                       f"make_loaders({relative_str(data)!r}, cpu, num_workers=0), the data folder "
+                                       "given as a str,", "with the folder as a Path",
+                                       "The contract takes data_dir as a Path or a str.")
     images, labels = within(60, "the first batch of make_loaders(data, cpu, num_workers=0)",
                             lambda: next(iter(train_loader)))
     assert images.dtype == torch.uint8 and labels.dtype == torch.int64, (
