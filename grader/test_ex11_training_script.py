@@ -21,7 +21,8 @@ def test_epoch_with_a_broken_file_ends_silently(grade):
 def test_an_item_weighs_more_than_its_pixels(grade):
     """Items are uint8 (3, 64, 64) tensors, train and val (else the message shows their bytes and the time one read
     takes); to_model_input makes float32 equal to (x / 255 - MEAN) / STD within 1e-5; train batches are uint8 with
-    int64 labels."""
+    int64 labels. Here ShapesFolder and make_loaders get their folder as a relative str and to_model_input its device
+    as a str (the contract's other types; every other check passes a Path and a torch.device)."""
     grade()
 
 
