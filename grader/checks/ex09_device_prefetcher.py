@@ -459,7 +459,7 @@ class RandomImages:
 # ---- the CUDA branch on a CPU stand-in: step 3 (every machine) ----------------------------------------
 
 # (the device as written, the options, whether the batches arrive pinned): each argument of the contract varied
-STAND_IN_RUNS = (("'cuda'", {"depth": 2}, False),
+STAND_IN_RUNS = (("'cuda:0'", {"depth": 2}, False),
                  ("torch.device('cuda')", {"depth": 3, "channels_last": True, "mean": OTHER_MEAN, "std": OTHER_STD},
                   True))
 
@@ -468,7 +468,7 @@ def cuda_branch_runs_on_a_cpu_stand_in(ex: ModuleType) -> None:
     import torch
 
     for device_text, options, arrives_pinned in STAND_IN_RUNS:
-        device = torch.device("cuda") if device_text.startswith("torch") else "cuda"
+        device = torch.device("cuda") if device_text.startswith("torch") else "cuda:0"
         source = _batches(seed=len(options))
         setting = (f"DevicePrefetcher(loader, {device_text}, {', '.join(f'{k}={v}' for k, v in options.items())}) on a "
                    f"CPU stand-in of CUDA, batches arriving {'pinned' if arrives_pinned else 'unpinned'}")
