@@ -280,7 +280,10 @@ def test_train_and_record_records_every_epoch() -> None:
 EX11_CONSTRUCTS = ("CLASS_POSITION", "ShapesFolder", "collate_skipping_none", "original_training_script", "shipped",
                    "to_model_input", "time_training", "make_loaders", "train_one_epoch", "self.rng.shuffle",
                    "self.top", "transforms.Normalize", "ToTensor", "'pin_memory' argument is set as true",
-                   "returns None", "return None")
+                   "returns None", "return None",
+                   # ... and exercise 11's defects in words (issue 33 quotes the sentences these come from)
+                   "freezes its augmentation", "shuffles once", "augments its validation", "augmented validation",
+                   "in `__init__`", "copied into every worker", "fixed path position", "normalised per image")
 
 
 def test_no_cell_names_an_exercise_11_defect_or_its_constructs() -> None:
