@@ -26,13 +26,15 @@ from __future__ import annotations
 import csv
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 from PIL import Image
+
+from data_gen.encodings import ENCODINGS
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 RESIZE = 256
@@ -103,6 +105,29 @@ def link_subset(samples: Sequence[Sample], dest: Path | str) -> Path:
         except OSError:  # no symlinks here (Windows without developer mode): copy instead
             shutil.copyfile(path, target)
     return dest
+
+
+def spread_samples(samples: Sequence[Sample], count: int, kinds: Mapping[Path, str] | None = None) -> list[Sample]:
+    """`count` of `samples`, spread evenly over them, in their order. With `kinds` (each file's kind of file,
+    `file_encodings`) and `count` at least the number of kinds of file (`data_gen.encodings`), a file of every kind
+    `samples` holds is among them, each in place of the pick nearest to it that is of a kind picked more than once
+    (and of its class, where one can be): on a large profile a kind can be 1 file in 1,000."""
+    if count >= len(samples):
+        return list(samples)
+    picks = [int(i * len(samples) / count) for i in range(count)]
+    if kinds is not None and count >= len(ENCODINGS):
+        positions: dict[str | None, list[int]] = {}
+        for position, sample in enumerate(samples):
+            positions.setdefault(kinds.get(sample.path), []).append(position)
+        for kind, where in positions.items():
+            picked = [kinds.get(samples[p].path) for p in picks]
+            if kind in picked:
+                continue
+            spare = [n for n in range(count) if picked.count(picked[n]) > 1]
+            n, chosen = min(((n, f) for n in spare for f in where),
+                            key=lambda nf: (samples[picks[nf[0]]].label != samples[nf[1]].label, abs(picks[nf[0]] - nf[1])))
+            picks[n] = chosen
+    return [samples[p] for p in sorted(picks)]
 
 
 @contextmanager
@@ -274,6 +299,27 @@ def named(path: Path | str) -> str:
     except OSError:
         kind = "unreadable"
     return f"{path.name} ({kind})"
+
+
+def far_kind(differences: list[float], samples: list[Sample], tolerance: float) -> str | None:
+    """The one kind of file (`loaderlab.images.file_kind`, orientation values aside) of every image more than
+    `tolerance` levels off, when files of other kinds are all within it; else None."""
+    kinds = [file_kind(s.path.read_bytes()).split(" ")[0] for s in samples]
+    far = {kind for kind, d in zip(kinds, differences) if d > tolerance}
+    return far.pop() if len(far) == 1 and set(kinds) - far else None
+
+
+def beyond(differences: list[float], samples: list[Sample], tolerance: float, shown: int = 3) -> str:
+    """The images more than `tolerance` levels off, worst first, each named with its kind of file and how far off
+    (" Beyond 6.0: a.jpg (exif-orientation 6) 45.1, ..."), and their kind when they share one; "" when none is."""
+    far = sorted((d, n) for n, d in enumerate(differences) if d > tolerance)[::-1]
+    if not far:
+        return ""
+    listed = ", ".join(f"{named(samples[n].path)} {d:.1f}" for d, n in far[:shown])
+    more = f" and {len(far) - shown} more" if len(far) > shown else ""
+    kind = far_kind(differences, samples, tolerance)
+    alone = f" Every one of them is of kind {kind}; every file of another kind is within {tolerance}." if kind else ""
+    return f" Beyond {tolerance}: {listed}{more}.{alone}"
 
 
 def broken_files(root: Path | str, split: str = "dirty") -> dict[Path, str]:
