@@ -131,8 +131,9 @@ def _decode_by_content(data: Bytes | torch.Tensor) -> torch.Tensor:
 
 # Kinds of file (loaderlab.images.file_kind) that the JPEG decoders do not take in their one call: a PNG or anything
 # else that is not a JPEG (torchvision's decode_jpeg and nvJPEG refuse it) everywhere, and on CUDA a JPEG of four
-# components too (torchvision asks nvJPEG for RGB and never allows CMYK, nvjpegDecodeParamsSetAllowCMYK; what nvJPEG
-# then does with an Adobe CMYK or YCCK file is owed to a GPU run, docs/gpu-measurements-owed.md).
+# components too: torchvision asks nvJPEG for RGB and never allows CMYK (the pinned torchvision 0.29.1's image
+# extension imports no nvjpegDecodeParamsSetAllowCMYK); what nvJPEG then does with an Adobe CMYK or YCCK file is
+# owed to a GPU run (docs/gpu-measurements-owed.md), so they decode on the CPU, as the reference does.
 NOT_A_JPEG_KINDS = ("png-named-jpg", "not an image")
 FOUR_COMPONENT_KINDS = ("adobe-cmyk", "adobe-ycck")
 

@@ -19,6 +19,8 @@ is Pillow's `Image.open(path).convert("RGB")`, torchvision's ImageFolder loader,
   OpenCV 0.50 (CMYK) and 0.57 (YCCK), TensorFlow 0.34 and 0.38 with dct_method="INTEGER_ACCURATE" (0.97 and 0.70,
   at worst 6, with its default IDCT, which is as far off on every JPEG). So no kind is exempt: every loader is held
   to the reference's crop on every file.
+
+Every exercise stub that decodes images quotes `FILE_KINDS_CONTRACT` in its contract (tests/test_course_text.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ from PIL import Image
 
 from data_gen.encodings import ENCODINGS
 
+FILE_KINDS_CONTRACT = (
+    "Every kind of file the dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe CMYK "
+    "and YCCK, EXIF-tagged camera files, a PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`: "
+    "read by its content, kept as stored with no EXIF rotation, grayscale as three equal channels, CMYK as Pillow "
+    "converts it).")
+"""The one sentence of every image-decoding exercise's contract about the kinds of file; this module's docstring says
+why the reference does what it does with each."""
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 RESIZE = 256
 CROP = 224

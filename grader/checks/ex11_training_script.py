@@ -24,7 +24,8 @@ import numpy as np
 from grader.results import Measured
 from grader.support import no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import broken_files, decode_rgb, list_samples, mean_abs_difference
+from loaderlab.images import (broken_files, decode_rgb, file_encodings, list_samples, mean_abs_difference, named,
+                              spread_samples)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import GRADER_DIR, active_profile, dataset_dir
 from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD, SmallCNN, StallMeter, epochs_for,
@@ -43,7 +44,7 @@ NORMALISE_TOLERANCE = 1e-5   # to_model_input against (x / 255 - MEAN) / STD in 
 # 22.4; resized to IMAGE_SIZE, not RESIZE, 18.0; a top-left crop 36.6; a flipped centre crop 37.3.
 VAL_MEAN_TOLERANCE = 6.0
 VAL_WORST_TOLERANCE = 14.0
-VAL_MOST = 200              # val images compared at most (ci has 50: all of them; workshop's 1000, every 5th)
+VAL_MOST = 200              # val images compared at most (ci has 50: all of them; of workshop's 1000, 200 spread evenly)
 VAL_TWICE = 10               # items read twice, to see that the val split is not augmented
 READS_PER_ITEM = 6           # reads of one train item: a fresh crop and flip each time repeats all 6 with p < 1e-6
 WARMUPS_FOR_TIMING = (1, 3)  # warm-up batches the time_training check passes (the default, 2, is neither)
@@ -389,9 +390,9 @@ def val_items_are_centre_crops(ex: ModuleType) -> None:
     shapes_folder = require(ex, "ShapesFolder")
     what = "ShapesFolder(val folder, train=False)"
     every = list_samples(dataset_dir() / "val")
-    step = -(-len(every) // VAL_MOST)                # every val image of ci; an even spread of larger profiles
-    positions = list(range(0, len(every), step))
-    samples = [every[i] for i in positions]
+    # every val image of ci; an even spread of larger profiles, with a file of every kind of file among them
+    samples = spread_samples(every, VAL_MOST, file_encodings(dataset_dir(), "val"))
+    positions = [every.index(s) for s in samples]
     dataset = within(30, what, lambda: shapes_folder(dataset_dir() / "val", False))
     passes = [[_as_array(_item(dataset, i, what)[0]) for i in positions[:count]]
               for count in (len(positions), VAL_TWICE)]
@@ -410,7 +411,7 @@ def val_items_are_centre_crops(ex: ModuleType) -> None:
     assert np.mean(differences) <= VAL_MEAN_TOLERANCE and differences[worst] <= VAL_WORST_TOLERANCE, (
         f"{what}: items differ from the reference centre crops by {np.mean(differences):.1f} levels on average "
         f"(allowed {VAL_MEAN_TOLERANCE}) and {differences[worst]:.1f} at worst (allowed {VAL_WORST_TOLERANCE}, "
-        f"{samples[worst].path.name}), in file order: resize the short side to {RESIZE}, take the centre "
+        f"{named(samples[worst].path)}), in file order: resize the short side to {RESIZE}, take the centre "
         f"{IMAGE_SIZE}x{IMAGE_SIZE}, no flip (TODO(ex11h)).")
     _, val_loader = _loaders(ex, dataset_dir(), num_workers=0)
     labels = within(60, "an epoch of the val loader", lambda: [int(l) for _, b in val_loader for l in b])
