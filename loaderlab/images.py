@@ -311,11 +311,14 @@ def named(path: Path | str) -> str:
 
 
 def far_kind(differences: list[float], samples: list[Sample], tolerance: float) -> str | None:
-    """The one kind of file (`loaderlab.images.file_kind`, orientation values aside) of every image more than
-    `tolerance` levels off, when files of other kinds are all within it; else None."""
+    """The kind of file (`file_kind`, orientation values aside) that the images more than `tolerance` levels off have in
+    common, when they all share it, make up at least half of its files, and files of other kinds are all within it:
+    a failure that follows the kind of file, not the image. Else None."""
     kinds = [file_kind(s.path.read_bytes()).split(" ")[0] for s in samples]
-    far = {kind for kind, d in zip(kinds, differences) if d > tolerance}
-    return far.pop() if len(far) == 1 and set(kinds) - far else None
+    far = [kind for kind, d in zip(kinds, differences) if d > tolerance]
+    if len(set(far)) != 1 or set(kinds) == set(far) or 2 * len(far) < kinds.count(far[0]):
+        return None
+    return far[0]
 
 
 def beyond(differences: list[float], samples: list[Sample], tolerance: float, shown: int = 3) -> str:
