@@ -21,6 +21,7 @@ file about 65% larger than its 4:2:0 twin (measured on `ci`: 175 against 106 KB)
 (the perfplanet article); the rare kinds (CMYK, YCCK, a PNG under a `.jpg` name) are far more
 common than in ImageNet (0.002%) so that every profile has a few. Every split of train and val holds at least one
 file of each kind (`kind_counts`), whatever its size: `ci`'s 200 training and 50 validation files too.
+The dirty split's files are all baseline 4:2:0, as before: its lesson is broken files, not kinds.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def encode(image: Image.Image, kind: str, quality: int, orientation: int = 0) ->
     if kind == "png-named-jpg":
         image.save(buffer, "PNG")
     elif kind == "adobe-ycck":
-        import simplejpeg  # TurboJPEG writes CMYK as YCCK; Pillow cannot
+        import simplejpeg  # TurboJPEG stores CMYK as YCCK; Pillow's JPEG writer stores it only as plain CMYK
 
         # Adobe's CMYK JPEGs store inverted inks (0 = full ink), as Pillow writes CMYK and every decoder expects
         return simplejpeg.encode_jpeg(255 - _cmyk(image), quality=quality, colorspace="CMYK",
