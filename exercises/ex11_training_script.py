@@ -20,7 +20,10 @@ The contract (keep these names and signatures; fix the bodies):
   Items are uint8 tensors of shape (3, IMAGE_SIZE, IMAGE_SIZE): the image resized to a short side of RESIZE, then
   with `train=True` a random IMAGE_SIZE crop and a random horizontal flip drawn anew on every read (in every worker,
   every epoch), with `train=False` the centre crop, the same every time.
-  An image that does not decode raises an error that names its file.
+  An image that does not decode raises an error that names its file. Every kind of file the dataset mixes
+  (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a
+  PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`: read by its content, kept as stored with
+  no EXIF rotation, grayscale as three equal channels, CMYK as Pillow converts it).
 - `make_loaders(data_dir, device, seed=SEED, num_workers=None) -> (train_loader, val_loader)`: DataLoaders of
   batches of BATCH_SIZE; the train loader shuffles every epoch (a new permutation, seeded by `seed`), the val loader
   keeps file order. `num_workers=None` means one worker process per usable core (`loaderlab.machine.usable_cores`),

@@ -17,7 +17,8 @@ import numpy as np
 import psutil
 
 from grader import shm_ledger
-from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import (CROP, Sample, beyond, far_kind, file_encodings, list_samples, mean_abs_difference,
+                              named, reference_crop, spread_samples)
 from loaderlab.paths import dataset_dir
 
 T = TypeVar("T")
@@ -190,12 +191,13 @@ ANY_IMAGE_SAMPLES = 200
 
 
 def dataset_samples(split: str, count: int | None = None) -> list[Sample]:
-    """`count` samples of a split of the active dataset, spread evenly over its (sorted) files."""
+    """`count` samples of a split of the active dataset, spread evenly over its (sorted) files, a file of every kind
+    among them from `count` = the number of kinds up (`loaderlab.images.spread_samples`): a sampled check on a large
+    profile, where a kind is 1 file in 1,000, meets every kind."""
     samples = list_samples(dataset_dir() / split)
     if count is None or count >= len(samples):
         return samples
-    step = len(samples) / count
-    return [samples[int(i * step)] for i in range(count)]
+    return spread_samples(samples, count, file_encodings(dataset_dir(), split))
 
 
 def batch_layout(batches: list[tuple[np.ndarray, np.ndarray]], sample_count: int, batch_size: int,
@@ -230,7 +232,8 @@ def assert_near_reference_crops(images: Any, samples: list[Sample], setting: str
     assert np.mean(differences) <= mean_tolerance and differences[worst] <= worst_tolerance, (
         f"{setting}: pixels differ from the reference crop by {np.mean(differences):.2f} levels on average "
         f"(allowed {mean_tolerance}) and {differences[worst]:.2f} at worst (allowed {worst_tolerance}), worst at "
-        f"{samples[worst].path.name}. {how}")
+        f"{named(samples[worst].path)}.{beyond(differences, samples, worst_tolerance)}"
+        + ("" if far_kind(differences, samples, worst_tolerance) else f" {how}"))
 
 
 # ---- a CUDA code path graded on any machine -------------------------------------------------------------------

@@ -22,8 +22,8 @@ import numpy as np
 from grader.support import ANY_IMAGE_SAMPLES, batch_layout, dataset_samples, require, within
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import (DECODE_ERRORS, MEAN_TOLERANCE, WORST_TOLERANCE, CorruptImage, Sample, broken_files,
-                              list_samples, mean_abs_difference, reference_crop)
+from loaderlab.images import (DECODE_ERRORS, MEAN_TOLERANCE, WORST_TOLERANCE, CorruptImage, Sample, beyond, broken_files,
+                              far_kind, file_kind, list_samples, mean_abs_difference, named, reference_crop)
 from loaderlab.paths import dataset_dir
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
@@ -52,6 +52,9 @@ FAST_TARGET = 1.5      # measured 1.9-2.0x for draft + one-call crop-resize, 1.2
 # resize 0.83 / 3.03; wrong routes: any eighth scale simplejpeg picks for a 256 short side
 # 2.48 / 7.30, always 1/2 (below 224 for small images, then upsampled) 2.72 / 7.45, a scale too far 3.37 / 9.68,
 # the window 8 px (a block) off 16.4 / 46.9.
+# The solution's speed with the kinds of file of data_gen's generator 2 among the 64 timed files (a PNG and the
+# progressive files gain little from decoding less), ci, 2 runs under the CPU lock on the busy 2-core box
+# (2026-11-28): 2.11x and 2.12x, against 2.66x and 2.68x on generator 1's all-4:2:0 files in the same runs.
 DECODE_LESS_TARGET = 1.75
 
 EDGE_SAMPLES = 6
@@ -128,9 +131,11 @@ def _check_batches(batches: list[Any], samples: list[Sample], batch_size: int, s
     assert mean <= ALIGNED_MEAN_TOLERANCE and differences[worst] <= ALIGNED_WORST_TOLERANCE, (
         f"{prefix}pixels differ from the reference crop by {np.mean(differences):.2f} levels on average (allowed "
         f"{ALIGNED_MEAN_TOLERANCE} over {MEAN_OVER_AT_LEAST} images or more) and {differences[worst]:.2f} at worst "
-        f"(allowed {ALIGNED_WORST_TOLERANCE}), even at their best alignment; worst at {samples[worst].path.name}. "
-        "Resize the short side to 256 and take the centre 224x224, in RGB, resampling bilinearly; with draft mode, "
-        "ask for at least the 256-short-side size (a smaller draft is scaled up and blurs).")
+        f"(allowed {ALIGNED_WORST_TOLERANCE}), even at their best alignment; worst at {named(samples[worst].path)}."
+        f"{beyond(differences, samples, ALIGNED_WORST_TOLERANCE)}" + (
+            "" if far_kind(differences, samples, ALIGNED_WORST_TOLERANCE) else
+            " Resize the short side to 256 and take the centre 224x224, in RGB, resampling bilinearly; with draft "
+            "mode, ask for at least the 256-short-side size (a smaller draft is scaled up and blurs)."))
 
 
 def _reported_paths(skipped: list[Any], prefix: str = "") -> list[Path]:
@@ -315,8 +320,14 @@ def bottleneck_is_named(ex: ModuleType) -> None:
 def batches_match_reference(ex: ModuleType) -> None:
     load_batches = require(ex, "load_batches")
     samples = dataset_samples("train", ANY_IMAGE_SAMPLES)   # "10 for any one image": every image of ci
+    skipped: list = []
     batches = _run(ex, f"load_batches({len(samples)} samples, batch_size=16)",
-                   lambda: list(load_batches(samples, batch_size=16, skipped=[])), "These files are all readable.")
+                   lambda: list(load_batches(samples, batch_size=16, skipped=skipped)), "These files are all readable.")
+    _reported_paths(skipped)
+    assert not skipped, (
+        f"load_batches skipped {len(skipped)} of {len(samples)} training files that reference_crop decodes: "
+        + "; ".join(f"{named(entry.path)}, reason given: {entry.reason}" for entry in skipped[:3])
+        + ". Every file of a real collection's kinds is readable (see the contract).")
     _check_batches(batches, samples, 16)
 
 
@@ -463,18 +474,28 @@ def _crop_or_fail(ex: ModuleType, crop: Callable[[Path], Any], path: Path, what:
     return image
 
 
+PNG_ADVICE = ("A PNG is readable, but it is not a JPEG: it has no DCT to scale. Decode a file that is not a JPEG "
+              "fully (exercise 01's fast crop) and crop that.")
+
+
+def _advice_for(path: Path) -> str:
+    """What to say when decode_less_crop raises on a readable file: a PNG, whatever its name, has no DCT."""
+    return PNG_ADVICE if file_kind(path.read_bytes()) == "png-named-jpg" else "This file is readable."
+
+
 def decode_less_crop_matches_reference(ex: ModuleType) -> None:
     crop = require(ex, "decode_less_crop")
     samples = dataset_samples("train", ANY_IMAGE_SAMPLES)   # "on every image": every training image of ci
-    differences = [mean_abs_difference(_crop_or_fail(ex, crop, s.path, s.path.name), reference_crop(s.path))
-                   for s in samples]
+    differences = [mean_abs_difference(_crop_or_fail(ex, crop, s.path, named(s.path), _advice_for(s.path)),
+                                       reference_crop(s.path)) for s in samples]
     worst = int(np.argmax(differences))
     mean = float(np.mean(differences))
     if mean > MEAN_TOLERANCE or differences[worst] > WORST_TOLERANCE:
         raise AssertionError(
             f"decode_less_crop differs from reference_crop by {mean:.2f} levels on average (allowed "
-            f"{MEAN_TOLERANCE}) and {differences[worst]:.2f} on {samples[worst].path.name} (allowed "
-            f"{WORST_TOLERANCE}), over {len(samples)} images. " + (
+            f"{MEAN_TOLERANCE}) and {differences[worst]:.2f} on {named(samples[worst].path)} (allowed "
+            f"{WORST_TOLERANCE}), over {len(samples)} images.{beyond(differences, samples, WORST_TOLERANCE)} " + (
+                "" if far_kind(differences, samples, WORST_TOLERANCE) else
                 "That is a misplaced window: scale the crop window by the decoded size over the original one, "
                 "on both axes, and slice it where it lands." if differences[worst] > 4 * WORST_TOLERANCE else
                 "Decode at a DCT scale that leaves the window at least 224 pixels wide (a smaller one is scaled "
@@ -488,12 +509,10 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
         png = Path(tmp) / "image.png"
         with Image.open(first) as image:
             image.convert("RGB").save(png)
-        advice = ("A PNG is readable, but it is not a JPEG: it has no DCT to scale. Decode a file that is not a JPEG "
-                  "fully (exercise 01's fast crop) and crop that.")
-        difference = mean_abs_difference(_crop_or_fail(ex, crop, png, "a PNG file", advice), reference_crop(png))
+        difference = mean_abs_difference(_crop_or_fail(ex, crop, png, "a PNG file", PNG_ADVICE), reference_crop(png))
     assert difference <= WORST_TOLERANCE, (
         f"on a PNG file, decode_less_crop differs from reference_crop by {difference:.2f} levels (allowed "
-        f"{WORST_TOLERANCE}). {advice}")
+        f"{WORST_TOLERANCE}). {PNG_ADVICE}")
 
 
 def decode_less_crop_raises_on_broken_files(ex: ModuleType) -> None:

@@ -28,7 +28,8 @@ import numpy as np
 from grader.results import Measured
 from grader.support import in_promised_type, relative_str, no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import broken_files, decode_rgb, list_samples, mean_abs_difference
+from loaderlab.images import (broken_files, decode_rgb, file_encodings, list_samples, mean_abs_difference, named,
+                              spread_samples)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import GRADER_DIR, active_profile, dataset_dir
 from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD, SmallCNN, StallMeter, epochs_for,
@@ -47,7 +48,7 @@ NORMALISE_TOLERANCE = 1e-5   # to_model_input against (x / 255 - MEAN) / STD in 
 # 22.4; resized to IMAGE_SIZE, not RESIZE, 18.0; a top-left crop 36.6; a flipped centre crop 37.3.
 VAL_MEAN_TOLERANCE = 6.0
 VAL_WORST_TOLERANCE = 14.0
-VAL_MOST = 200              # val images compared at most (ci has 50: all of them; workshop's 1000, every 5th)
+VAL_MOST = 200              # val images compared at most (ci has 50: all of them; of workshop's 1000, 200 spread evenly)
 VAL_TWICE = 10               # items read twice, to see that the val split is not augmented
 READS_PER_ITEM = 6           # reads of one train item: a fresh crop and flip each time repeats all 6 with p < 1e-6
 MAX_KEPT_NEIGHBOURS = 0.2    # share of epoch 2's consecutive pairs that were neighbours in epoch 1 (a new
@@ -541,9 +542,9 @@ def val_accuracy_moves_between_evaluations(ex: ModuleType) -> None:
     shapes_folder = require(ex, "ShapesFolder")
     what = "ShapesFolder(val folder, train=False)"
     every = list_samples(dataset_dir() / "val")
-    step = -(-len(every) // VAL_MOST)                # every val image of ci; an even spread of larger profiles
-    positions = list(range(0, len(every), step))
-    samples = [every[i] for i in positions]
+    # every val image of ci; an even spread of larger profiles, with a file of every kind of file among them
+    samples = spread_samples(every, VAL_MOST, file_encodings(dataset_dir(), "val"))
+    positions = [every.index(s) for s in samples]
     dataset = within(30, what, lambda: shapes_folder(dataset_dir() / "val", False))
     passes = [[_as_array(_item(dataset, i, what)[0]) for i in positions[:count]]
               for count in (len(positions), VAL_TWICE)]
@@ -560,7 +561,7 @@ def val_accuracy_moves_between_evaluations(ex: ModuleType) -> None:
         f"{what}: over {len(samples)} val images in file order, items differ from the centre {IMAGE_SIZE}x"
         f"{IMAGE_SIZE} of each image resized to a short side of {RESIZE} by {np.mean(differences):.1f} levels on "
         f"average (allowed {VAL_MEAN_TOLERANCE}) and {differences[worst]:.1f} at worst (allowed "
-        f"{VAL_WORST_TOLERANCE}, {samples[worst].path.name}).")
+        f"{VAL_WORST_TOLERANCE}, {named(samples[worst].path)}).")
     _, val_loader = _loaders(ex, dataset_dir(), num_workers=0)
     labels = within(60, "an epoch of the val loader", lambda: [int(label) for _, b in val_loader for label in b])
     in_file_order = [s.label for s in list_samples(dataset_dir() / "val")]
