@@ -4,6 +4,7 @@ loaderlab.lessons.m09_ranks holds what notebook 09 runs on those ranks; the note
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import json
 import re
@@ -260,6 +261,18 @@ def test_notebook_09_runs_its_ranks_from_loaderlab_and_ends_with_exercise_12_and
     assert started and all(f.startswith("ranks_lab.") or f == "function" for f in started), started
     assert "START_METHOD = ranks_lab.rank_start_method()" in code[0], "start ranks as ranks_lab.rank_start_method() says"
     assert "ex12_distributed_epochs" in markdown[-1] and "grader.quiz 09" in markdown[-1]
+
+
+def test_notebook_09_says_what_debug_detail_checks_and_quotes_streaming_exactly() -> None:
+    """Review N12: TORCH_DISTRIBUTED_DEBUG=DETAIL wraps every process group (torch 2.14.1 distributed_c10d.py,
+    _create_process_group_wrapper), not DDP alone; Streaming's partitioning code says "evenly divisible"."""
+    cells = json.loads((REPO_ROOT / "notebooks" / "09_beyond_one_machine.ipynb").read_text())["cells"]
+    text = " ".join(" ".join("".join(c["source"]).split()) for c in cells)
+    assert "makes DDP check" not in text and "wraps every process group" in text
+    assert '"Either canonical or physical nodes must be evenly divisible by the other"' in text
+    import torch.distributed.distributed_c10d as c10d
+
+    assert "_create_process_group_wrapper" in inspect.getsource(c10d._new_process_group_helper)
 
 
 def test_quiz_09_has_five_to_eight_questions_grounded_in_the_notebook() -> None:
