@@ -173,7 +173,7 @@ def test_evaluation_shares_are_qualified() -> None:
     for where in (text, hint):
         assert "FSDP" in where and "unwrapped module" in where
     assert "N < W" in text
-    assert "Either canonical or physical nodes must be a multiple of the other" in text
+    assert "Either canonical or physical nodes must be evenly divisible by the other" in text
     assert "five numbers" in text and "join()" in text and "split_dataset_by_node" in text
 
 
