@@ -73,7 +73,8 @@ def build_pipeline(root: Path | str, batch_size: int, training: bool, seed: int,
       exactly once per epoch, labelled with the index of its class folder among the sorted folder
       names (0, 1, ...) as int64;
     - [2] training=False: files in `list_samples` order, no augmentation; pixels within a mean
-      |difference| of 3.0 of `reference_crop` (`decode_center_crop` is about 1 away);
+      |difference| of 3.0 of `reference_crop` (`decode_center_crop` is about 0.2 away; TensorFlow's
+      default JPEG decode alone, its fast IDCT, puts a crop about 1 away: notebook 05);
     - [2] batches of `batch_size` (any size from 1, also more than the file count), the last
       partial batch kept; with `drop_remainder=True` only full batches, so the batch dimension
       is static (element_spec shape (batch_size, 224, 224, 3)); `root` may be a str or a Path;

@@ -8,9 +8,10 @@ never joins) is reported as hung, with the Python stack it was blocked in where 
 it; every rank and every process a rank started is stopped before `run_ranks` returns.
 
 Under `torchrun` on a cluster the same function runs with another launcher, provided its collectives put their
-tensors where the group's backend can reduce them: NCCL has no CPU collectives, so under `init_process_group("nccl")`
-a tensor must be on the rank's GPU (`collective_device()` says where; a group made with
-`backend="cpu:gloo,cuda:nccl"` takes CPU tensors too). Nothing in this course runs NCCL: that is not measured here.
+tensors where the group's backend can reduce them: NCCL has no CPU collectives, so under `init_process_group("nccl")`,
+and under `init_process_group()` without a backend on a CUDA host (torch then configures NCCL alone), a tensor must be on
+the rank's GPU (`collective_device()` says where; a group made with `backend="cpu:gloo,cuda:nccl"` takes CPU tensors
+too). Nothing in this course runs NCCL: that is not measured here.
 `function` must be importable by name (a top-level function of a `.py` module) wherever the start
 method is spawn or forkserver.
 """
@@ -90,31 +91,34 @@ def values(results: Sequence[RankResult]) -> list[Any]:
     return [r.value for r in results]
 
 
-# Backends that reduce device tensors only, and the device type they need (torch.distributed "Backends" table:
-# NCCL has no CPU collectives).
-DEVICE_ONLY_BACKENDS = {"nccl": "cuda", "xccl": "xpu"}
-
-
 def collective_device(group: Any = None) -> Any:
     """The device a tensor must be on for a collective of `group` (the default group when None).
 
-    The CPU under gloo, MPI or a group that pairs a CPU backend ("cpu:gloo,cuda:nccl"); the rank's current GPU under
-    a backend with no CPU collectives (NCCL: `torch.device("cuda", torch.cuda.current_device())`).
+    Decided by the group's backend configuration (`dist.get_backend_config`: one backend per device type), not by
+    `dist.get_backend`, which reads "undefined" for a group made by `init_process_group()` without a backend: torch
+    then configures the backend of the accelerator it finds alone ("cuda:nccl" on a CUDA host, "cpu:gloo" on a
+    machine without one). See `collective_device_type` for the rule; a GPU is the rank's current one.
     """
     import torch
     import torch.distributed as dist
 
-    backend = str(dist.get_backend(group)).lower()
-    if ":" in backend:  # "cpu:gloo,cuda:nccl": one backend per device type
-        device_types = [pair.split(":")[0].strip() for pair in backend.split(",")]
-        if "cpu" in device_types:
-            return torch.device("cpu")
-        device_type = device_types[0]
-    else:
-        device_type = DEVICE_ONLY_BACKENDS.get(backend)
-        if device_type is None:
-            return torch.device("cpu")
-    return torch.device(device_type, getattr(torch, device_type).current_device())
+    device_type = collective_device_type(dist.get_backend_config(group))
+    if device_type == "cpu":
+        return torch.device("cpu")
+    return torch.device(device_type, torch.accelerator.current_device_index())
+
+
+def collective_device_type(backend_config: str) -> str:
+    """The device type for a collective under `backend_config`, as `dist.get_backend_config` writes it
+    ("cpu:gloo,cuda:nccl", "cuda:nccl", "cpu:gloo,cuda:gloo" for gloo): "cpu" when a backend takes CPU tensors
+    (gloo, MPI, UCC, or a CPU backend paired with NCCL), else the first device type configured (NCCL has no CPU
+    collectives: "cuda"). The same rule as torch's own choice for object collectives (`_get_object_coll_device`)."""
+    pairs = [pair.strip() for pair in backend_config.lower().split(",") if pair.strip()]
+    if any(pair.count(":") != 1 for pair in pairs):
+        raise ValueError(f"collective_device_type: {backend_config!r} is not a backend configuration of device:backend "
+                         "pairs such as 'cpu:gloo,cuda:nccl' (dist.get_backend_config(), not dist.get_backend()).")
+    device_types = [pair.split(":")[0] for pair in pairs]
+    return "cpu" if not device_types or "cpu" in device_types else device_types[0]
 
 
 def loopback_interface() -> str | None:

@@ -4,8 +4,10 @@ its path. What needs a GPU is not tested here."""
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -131,3 +133,44 @@ def test_gpu_reference_runs_notebook_code_without_jupyter() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit, match="CUDA GPU"):
             gpu_reference.main(["07"])
+
+
+def _notebook_07_text() -> str:
+    cells = json.loads((REPO_ROOT / "notebooks" / "07_feeding_the_gpu.ipynb").read_text())["cells"]
+    return " ".join(" ".join("".join(c["source"]).split()) for c in cells)
+
+
+def test_an_ex10_reference_ratio_is_shown_with_its_setting() -> None:
+    """The H100's "ex10: device decode vs CPU workers = 2.32" (48 images, a new DataLoader each epoch, exercise 04's
+    solution as the baseline) was printed without its setting, and on a GPU in the row of a 400-image figure against
+    another baseline. The notebook now prints every ex10 reference ratio with its setting, and apart from this run's
+    row where the settings differ."""
+    first = {"figures": {"ex10: device decode vs CPU workers": 2.32}}
+    assert "48 images" in m07_device.figure_setting(first, "ex10: device decode vs CPU workers")
+    later = {"figures": {"ex10: device decode vs CPU workers": 3.0, "ex10: timed setting": "400 images, batches of 64"}}
+    assert m07_device.figure_setting(later, "ex10: device decode vs CPU workers") == "400 images, batches of 64"
+    assert m07_device.figure_setting(later, "H2D pinned GB/s, 64 MB") is None
+    text = _notebook_07_text()
+    assert text.count("lesson.figure_setting(ref, name)") == 2, "reference() and the closing table both show the setting"
+    assert "another setting: below" in text
+
+
+def test_notebook_07_says_what_cuda_graph_trees_do_with_inputs_and_sizes() -> None:
+    """Review N6: under mode="reduce-overhead" the graph trees copy the inputs themselves and record a graph per size;
+    the static-buffer copy is the manual torch.cuda.graph case; mark_dynamic saves a recompile, not the extra graph."""
+    text = _notebook_07_text()
+    assert "a prefetcher must copy each batch into those static buffers" not in text
+    assert "torch.cuda.graph" in text and "recording a new graph for each distinct input size" in text
+    assert "saves the recompilation a new size costs, not that extra graph" in text
+    assert "That is what kills overlap" not in text  # review N11: CUDA says the driver "may" synchronise; unmeasured
+
+
+def test_the_cuda_graph_trees_claims_hold_in_the_pinned_torch() -> None:
+    """What notebook 07 quotes from torch 2.14.1's inductor sources is still there."""
+    import torch._inductor.cudagraph_trees as trees
+    import torch._inductor.cudagraph_utils as utils
+
+    assert "_foreach_copy_" in inspect.getsource(trees.CUDAGraphNode._copy_inputs_and_remove_from_src)
+    warning = re.sub(r'"\s*"', "", inspect.getsource(utils.maybe_warning_due_to_dynamic_shape))  # its literals joined
+    assert "recording a new graph for each distinct input size" in warning
+    assert "fn_cache[int_key] = fn" in inspect.getsource(trees.cudagraphify_impl)

@@ -4,19 +4,23 @@ loaderlab.lessons.m09_ranks holds what notebook 09 runs on those ranks; the note
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import json
 import re
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 import psutil
 import pytest
 import torch
 import torch.distributed as dist
+from torch.distributed.distributed_c10d import Backend, BackendConfig
 from torch.utils.data import DataLoader
 
 from grader import quiz
+from loaderlab import distributed
 from loaderlab.lessons import m09_ranks as ranks_lab
 from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RankResult, RanksFailed, run_ranks, values
 from loaderlab.paths import REPO_ROOT
@@ -75,6 +79,64 @@ def _no_rank_processes_left(before: set[int]) -> bool:
     before are left out: a forkserver that an earlier test started for notebook 09's ranks lives on."""
     return not [child for child in psutil.Process().children(recursive=True)
                 if child.pid not in before and "resource_tracker" not in " ".join(child.cmdline())]
+
+
+# ---- collective_device: decided by the group's backend configuration --------------------------------
+
+@pytest.mark.parametrize(("backend", "device_type"), [("gloo", "cpu"), ("mpi", "cpu"), ("cpu:gloo,cuda:nccl", "cpu"),
+                                                      ("nccl", "cuda"), ("xccl", "xpu")])
+def test_collective_device_type_follows_torchs_own_backend_configuration(backend: str, device_type: str) -> None:
+    """For each backend string, the configuration torch itself builds (BackendConfig, what get_backend_config reads)."""
+    assert distributed.collective_device_type(str(BackendConfig(backend))) == device_type
+
+
+def test_a_group_made_without_a_backend_on_a_cuda_host_collects_on_the_ranks_gpu(monkeypatch) -> None:
+    """init_process_group() with no backend: get_backend() reads "undefined", and on a CUDA host torch configures NCCL
+    alone, so a CPU tensor fails there ("No backend type associated with device type cpu"); collective_device read
+    get_backend and chose the CPU. The configuration is torch's own, built as on a CUDA host. device_id= without a
+    backend maps to the device's default backend, NCCL, the same way."""
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("cuda"))
+    bare = str(BackendConfig(Backend.UNDEFINED))
+    assert bare == "cuda:nccl"
+    assert str(BackendConfig(Backend.default_device_backend_map["cuda"])) == bare
+    monkeypatch.setattr(dist, "get_backend_config", lambda group=None: bare)
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 3)
+    assert distributed.collective_device() == torch.device("cuda", 3)
+
+
+def test_collective_device_type_refuses_a_backend_name() -> None:
+    with pytest.raises(ValueError, match="get_backend_config"):
+        distributed.collective_device_type("undefined")
+
+
+def _collect_where_told(rank: int, world_size: int) -> tuple[str, str, float]:
+    """Where a rank of run_ranks' gloo group collects, and the solution's exact_mean of unequal score lists there."""
+    from solutions.ex12_distributed_epochs import exact_mean
+
+    return dist.get_backend_config(), str(distributed.collective_device()), exact_mean([1.0] * (rank + 1) + [4.0])
+
+
+def test_a_gloo_group_collects_on_the_cpu() -> None:
+    results = values(run_ranks(_collect_where_told, 2, timeout_s=TIMEOUT_S))
+    assert results == [("cpu:gloo,cuda:gloo", "cpu", 2.2)] * 2  # (1 + 4 + 1 + 1 + 4) / 5 on both ranks
+
+
+def test_a_group_made_without_a_backend_on_this_cpu_host_collects_on_the_cpu(monkeypatch) -> None:
+    """init_process_group() with no backend, one rank, on this machine without an accelerator: "cpu:gloo"."""
+    from solutions.ex12_distributed_epochs import exact_mean
+
+    interface = distributed.loopback_interface()
+    if interface:
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", interface)
+    if torch.accelerator.current_accelerator(check_available=True) is not None:
+        pytest.skip("this machine has an accelerator: the bare group configures its backend instead")
+    dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1, timeout=timedelta(seconds=TIMEOUT_S))
+    try:
+        assert (dist.get_backend(), dist.get_backend_config()) == ("undefined", "cpu:gloo")
+        assert distributed.collective_device() == torch.device("cpu")
+        assert exact_mean([1.0, 2.0, 6.0]) == 3.0
+    finally:
+        dist.destroy_process_group()
 
 
 def test_each_rank_returns_in_rank_order_and_collectives_work() -> None:
@@ -199,6 +261,18 @@ def test_notebook_09_runs_its_ranks_from_loaderlab_and_ends_with_exercise_12_and
     assert started and all(f.startswith("ranks_lab.") or f == "function" for f in started), started
     assert "START_METHOD = ranks_lab.rank_start_method()" in code[0], "start ranks as ranks_lab.rank_start_method() says"
     assert "ex12_distributed_epochs" in markdown[-1] and "grader.quiz 09" in markdown[-1]
+
+
+def test_notebook_09_says_what_debug_detail_checks_and_quotes_streaming_exactly() -> None:
+    """Review N12: TORCH_DISTRIBUTED_DEBUG=DETAIL wraps every process group (torch 2.14.1 distributed_c10d.py,
+    _create_process_group_wrapper), not DDP alone; Streaming's partitioning code says "evenly divisible"."""
+    cells = json.loads((REPO_ROOT / "notebooks" / "09_beyond_one_machine.ipynb").read_text())["cells"]
+    text = " ".join(" ".join("".join(c["source"]).split()) for c in cells)
+    assert "makes DDP check" not in text and "wraps every process group" in text
+    assert '"Either canonical or physical nodes must be evenly divisible by the other"' in text
+    import torch.distributed.distributed_c10d as c10d
+
+    assert "_create_process_group_wrapper" in inspect.getsource(c10d._new_process_group_helper)
 
 
 def test_quiz_09_has_five_to_eight_questions_grounded_in_the_notebook() -> None:

@@ -240,6 +240,20 @@ def reference_figures(module: str) -> list[dict[str, Any]]:
     return found
 
 
+# Exercise 10's ratios depend on how they were timed; a reference file records that as "ex10: timed setting", except
+# the first (H100, torch 2.11, 2026-11-22), timed by notebook 07's first version of the cell:
+EX10_FIRST_SETTING = ("48 images in batches of 16, a new DataLoader each epoch, against exercise 04's solution, "
+                      "2 workers each")
+
+
+def figure_setting(record: dict[str, Any], name: str) -> str | None:
+    """The setting `record`'s figure `name` was timed in, where the figure depends on one (exercise 10's ratios over a
+    CPU loader), else None: such a figure is shown with its setting, never in a row beside one of another setting."""
+    if not name.startswith("ex10: device decode vs"):
+        return None
+    return str(record["figures"].get("ex10: timed setting", EX10_FIRST_SETTING))
+
+
 def save_reference_figures(module: str, figures: dict[str, float | str], profile: str,
                            device: torch.device | str | None = None) -> Path:
     """Write this machine's figures for `module` as a reference file (maintainers, on a GPU: notebooks/reference/)."""
