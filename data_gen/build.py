@@ -22,9 +22,9 @@ from tqdm import tqdm
 
 from data_gen import CLASSES, PROFILES, default_out_dir
 from data_gen.corrupt import KINDS, corrupt_bytes
-from data_gen.render import encode_jpeg, render_image
+from data_gen.render import encode_jpeg, planned_sizes, render_image
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 """Bump when the bytes a seed produces change, so old datasets count as different."""
 
 SPLIT_IDS: dict[str, int] = {"train": 0, "val": 1, "dirty": 2}
@@ -59,6 +59,7 @@ class Task:
     index: int
     seed: int
     status: str  # "ok", or the broken-file kind
+    size: tuple[int, int] | None = None  # (width, height) planned for this image, else drawn at random
 
     @property
     def relpath(self) -> str:
@@ -128,7 +129,9 @@ def plan(out: Path, params: dict) -> list[Task]:
     """Every file of the dataset, in path order."""
     seed, tasks = params["seed"], []
     for label in range(len(CLASSES)):
-        tasks += [Task(str(out), "train", label, i, seed, "ok") for i in range(params["train_class_counts"][label])]
+        count = params["train_class_counts"][label]
+        sizes = planned_sizes(label, count)
+        tasks += [Task(str(out), "train", label, i, seed, "ok", sizes.get(i)) for i in range(count)]
         tasks += [Task(str(out), "val", label, i, seed, "ok") for i in range(params["val_per_class"])]
         statuses = _dirty_statuses(label, params["corrupt"])
         tasks += [Task(str(out), "dirty", label, i, seed, s) for i, s in enumerate(statuses)]
@@ -152,7 +155,7 @@ def make_file(task: Task) -> dict:
     the bytes do not depend on the number of workers or their order.
     """
     rng = np.random.default_rng([task.seed, SPLIT_IDS[task.split], task.label, task.index])
-    image = render_image(rng, task.label)
+    image = render_image(rng, task.label, task.size)
     data = encode_jpeg(rng, image)
     width, height = image.size
     if task.status != "ok":
