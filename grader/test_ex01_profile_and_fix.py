@@ -84,7 +84,8 @@ def test_faster_than_naive(grade):
 @pytest.mark.step(*DECODE_LESS)
 def test_decode_less_crop_matches_reference(grade):
     """decode_less_crop gives reference_crop within the course's plain tolerance (2.0 levels on average, 6.0 for any
-    image) on every training image of ci (200 spread evenly on larger profiles), and on a PNG."""
+    image) on every training image of ci, the images at each DCT scale's edge included; on a larger profile on every
+    image whose crop window is at least 2 x 224 px and 200 others spread evenly; and on a PNG."""
     grade()
 
 
