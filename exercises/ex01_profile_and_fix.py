@@ -105,9 +105,10 @@ def decode_less_crop(path: Path | str) -> np.ndarray:
       and `WORST_TOLERANCE` (6.0 for any one image) of `reference_crop`, compared pixel for pixel (no alignment
       search), on every training image of the `ci` profile, whose sizes include each power-of-two DCT scale's
       edge: short sides of 511 and 512, 1023 and 1024, 2047 and 2048 px (there the crop window, 224/256 of the
-      short side, is just under or just at 2, 4 and 8 x 224 px), landscape and portrait. On a larger profile: on
-      every training image whose crop window is at least 2 x 224 px on a side (the header gives the size), and on
-      200 of the others spread evenly. A file that is not a JPEG (a PNG) gives its crop too.
+      short side, is just under or just at 2, 4 and 8 x 224 px), landscape and portrait. On a larger profile the
+      mean is over 200 training images spread evenly, and the 6.0 holds for those and for every training image
+      whose crop window is at least 2 x 224 px on a side (the header gives the size). A file that is not a JPEG
+      (a PNG) gives its crop too.
       Why a margin: a JPEG decoded at 1/2, 1/4 or 1/8 is not shrunk the way the reference shrinks it. The decoder
       keeps each 8x8 block's lowest frequencies (a cut-off low-pass with block edges, not an antialiased filter),
       and a window cut at whole pixels of the smaller image can be off by up to half of one of them. Decoded well
