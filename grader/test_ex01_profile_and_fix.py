@@ -106,5 +106,6 @@ def test_decode_less_crop_reads_the_file_each_call(grade):
 @pytest.mark.step(*DECODE_LESS)
 @pytest.mark.throughput
 def test_decode_less_crop_is_faster(grade):
-    """decode_less_crop runs at least 1.75x reference_crop, both on one thread, on the same 64 files."""
+    """decode_less_crop runs at least 1.75x reference_crop, both on one thread, on the same 64 files of ImageNet's size
+    (crop window under 4 x 224 px)."""
     grade()
