@@ -7,12 +7,14 @@ dataset is complete. A folder without it is a partial build and is rebuilt.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import multiprocessing
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +24,17 @@ from tqdm import tqdm
 
 from data_gen import CLASSES, PROFILES, default_out_dir
 from data_gen.corrupt import KINDS, corrupt_bytes
-from data_gen.render import encode_jpeg, planned_sizes, render_image
+from data_gen.encodings import BASELINE, assign_kinds
+from data_gen.render import encode_image, planned_sizes, render_image
 
-GENERATOR_VERSION = 2
-"""Bump when the bytes a seed produces change, so old datasets count as different."""
+GENERATOR_VERSION = 3
+"""Bump when the bytes a seed produces change, so old datasets count as different (2: train and val mix the kinds of
+file of data_gen.encodings; 3: a few training images at planned sizes, data_gen.render.PLANNED_SIZES)."""
 
 SPLIT_IDS: dict[str, int] = {"train": 0, "val": 1, "dirty": 2}
-MANIFEST_COLUMNS = ("path", "split", "label", "class_name", "width", "height", "bytes", "sha256", "status")
+KIND_STREAM = 3  # seeds the draw of which train and val files get which kind, apart from every file's own draws
+MANIFEST_COLUMNS = ("path", "split", "label", "class_name", "width", "height", "bytes", "sha256", "status", "encoding",
+                    "orientation")
 DIRTY_OK_PER_BROKEN = 3
 ESTIMATED_FILE_BYTES = 130_000 * 1.2
 _OWNED = {"train", "val", "dirty", "manifest.csv", "manifest.csv.tmp", "dataset.json", "dataset.json.tmp"}
@@ -60,6 +66,8 @@ class Task:
     seed: int
     status: str  # "ok", or the broken-file kind
     size: tuple[int, int] | None = None  # (width, height) planned for this image, else drawn at random
+    encoding: str = BASELINE  # how the file is stored (data_gen.encodings); the dirty split's are all baseline
+    orientation: int = 0  # the EXIF orientation tag of an "exif-orientation" file, else 0
 
     @property
     def relpath(self) -> str:
@@ -126,7 +134,7 @@ def _dirty_statuses(label: int, corrupt: int) -> list[str]:
 
 
 def plan(out: Path, params: dict) -> list[Task]:
-    """Every file of the dataset, in path order."""
+    """Every file of the dataset, in path order; train and val files each of a kind (`data_gen.encodings`)."""
     seed, tasks = params["seed"], []
     for label in range(len(CLASSES)):
         count = params["train_class_counts"][label]
@@ -135,7 +143,13 @@ def plan(out: Path, params: dict) -> list[Task]:
         tasks += [Task(str(out), "val", label, i, seed, "ok") for i in range(params["val_per_class"])]
         statuses = _dirty_statuses(label, params["corrupt"])
         tasks += [Task(str(out), "dirty", label, i, seed, s) for i, s in enumerate(statuses)]
-    return sorted(tasks, key=lambda t: t.relpath)
+    tasks.sort(key=lambda t: t.relpath)
+    for split in ("train", "val"):
+        places = [n for n, task in enumerate(tasks) if task.split == split]
+        kinds = assign_kinds(len(places), np.random.default_rng([seed, SPLIT_IDS[split], KIND_STREAM]))
+        for n, (encoding, orientation) in zip(places, kinds):
+            tasks[n] = dataclasses.replace(tasks[n], encoding=encoding, orientation=orientation)
+    return tasks
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -155,9 +169,7 @@ def make_file(task: Task) -> dict:
     the bytes do not depend on the number of workers or their order.
     """
     rng = np.random.default_rng([task.seed, SPLIT_IDS[task.split], task.label, task.index])
-    image = render_image(rng, task.label, task.size)
-    data = encode_jpeg(rng, image)
-    width, height = image.size
+    data, (width, height) = encode_image(rng, render_image(rng, task.label, task.size), task.encoding, task.orientation)
     if task.status != "ok":
         data = corrupt_bytes(task.status, rng, data)
         width = height = 0
@@ -172,6 +184,8 @@ def make_file(task: Task) -> dict:
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
         "status": task.status,
+        "encoding": task.encoding,
+        "orientation": task.orientation,
     }
 
 
@@ -198,6 +212,7 @@ def _totals(rows: list[dict], seconds: float, workers: int) -> dict:
     return {
         "files": len(rows),
         "files_per_split": {s: sum(r["split"] == s for r in rows) for s in SPLIT_IDS},
+        "files_per_encoding": dict(sorted(Counter(r["encoding"] for r in rows if r["split"] != "dirty").items())),
         "broken": len(rows) - len(ok),
         "bytes": sum(r["bytes"] for r in rows),
         "mean_kb": round(float(np.mean([r["bytes"] for r in ok])) / 1000, 1),
@@ -225,11 +240,11 @@ def _write_json_atomic(path: Path, obj: dict) -> None:
 
 
 def read_manifest(out: Path) -> list[dict]:
-    """The manifest rows of a dataset, with label/width/height/bytes as ints."""
+    """The manifest rows of a dataset, with label/width/height/bytes/orientation as ints."""
     with open(Path(out) / "manifest.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     for r in rows:
-        for key in ("label", "width", "height", "bytes"):
+        for key in ("label", "width", "height", "bytes", "orientation"):
             r[key] = int(r[key])
     return rows
 

@@ -10,13 +10,13 @@ image every time.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import numpy as np
 from PIL import Image, ImageDraw
 
 from data_gen import CLASSES
+from data_gen.encodings import BASELINE, encode
 
 Color = tuple[int, int, int]
 Points = list[tuple[float, float]]
@@ -291,9 +291,9 @@ def render_image(rng: np.random.Generator, label: int, size: tuple[int, int] | N
     return _add_pixel_noise(rng, image)
 
 
-def encode_jpeg(rng: np.random.Generator, image: Image.Image) -> bytes:
-    """JPEG bytes at a random quality 85..95, baseline, 4:2:0 chroma subsampling."""
-    buf = io.BytesIO()
+def encode_image(rng: np.random.Generator, image: Image.Image, kind: str = BASELINE,
+                 orientation: int = 0) -> tuple[bytes, tuple[int, int]]:
+    """The file's bytes at a random JPEG quality 85..95, stored as `kind` (see `data_gen.encodings`), and the
+    (width, height) of the pixels as stored."""
     quality = int(rng.integers(85, 96))
-    image.save(buf, "JPEG", quality=quality, optimize=False, subsampling="4:2:0")
-    return buf.getvalue()
+    return encode(image, kind, quality, orientation)

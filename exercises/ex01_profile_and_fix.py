@@ -13,6 +13,11 @@ Five steps; the grader reports each one, so you can stop after any step with som
    only what the crop keeps, within the course's pixel tolerance of it on every image the contract names, those
    at the edge of each DCT scale included.
 
+Files: Every kind of file the dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe
+CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`:
+read by its content, kept as stored with no EXIF rotation, grayscale as three equal channels, CMYK as Pillow
+converts it).
+
 Notebook 01 measures every idea used here. Grade: `pytest grader/test_ex01_profile_and_fix.py`.
 Hints, from a nudge to nearly the answer: `make hint EX=ex01 LEVEL=1` (then 2, 3, ...).
 """

@@ -20,6 +20,12 @@ stop after any step with something that passes it:
   6. speed              timed against one process on a GIL-holding transform, and
                         against the naive `Pool.map` of float32 images (notebook 03)
 
+Files: Every kind of file the dataset mixes (`data_gen.encodings`: progressive, 4:2:2
+and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under a
+.jpg name) gives the reference's pixels (`loaderlab.images`: read by its content, kept
+as stored with no EXIF rotation, grayscale as three equal channels, CMYK as Pillow
+converts it).
+
 Each step's TODO raises NotImplementedError naming it ("TODO(ex03-2) ..."), so the
 steps you have not started read "not started" in the grade.
 Grade: `pytest grader/test_ex03_process_loader.py` (add `--start-method spawn` to

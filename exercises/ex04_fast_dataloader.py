@@ -21,6 +21,10 @@ something that passes:
      configuration (`loaderlab.baselines.tutorial_dataloader`): one tutorial loader's
      speed per core free while timing, so 2x on an idle 2-core machine. Steps 1 and 3
      are what make it fast.
+Files: Every kind of file the dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and
+4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name)
+gives the reference's pixels (`loaderlab.images`: read by its content, kept as stored with
+no EXIF rotation, grayscale as three equal channels, CMYK as Pillow converts it).
 Grade: `pytest grader/test_ex04_fast_dataloader.py`. Hints: `make hint EX=ex04`.
 """
 

@@ -29,9 +29,10 @@ def choose_num_workers(measure: Measure, candidates: Sequence[int], *, tolerance
     """The smallest candidate whose median measured throughput is within `tolerance` of the best median.
 
     Contract (the grader checks each point):
-    - `candidates` in any order, duplicates counting once ([4, 2, 2] is the sweep 2, 4);
-      empty, or holding anything but an integer >= 0: ValueError with a message that
-      says what is wrong, and `measure` is never called;
+    - `candidates` any sequence (a list, tuple or range) of integers, Python's or NumPy's
+      (numpy.int64 is an integer too), in any order, duplicates counting once ([4, 2, 2] is
+      the sweep 2, 4); empty, or holding anything but an integer >= 0: ValueError with a
+      message that says what is wrong, and `measure` is never called;
     - a single (distinct) candidate: return it (there is nothing to compare);
     - each distinct candidate measured exactly `repeats` times (the grader asks for 3,
       the default, and for 5): a real measurement is a whole epoch, so never more, and

@@ -15,6 +15,10 @@ stop after any step with something that passes:
   4. training: a random flip per image, drawn anew each epoch (`random_flip`);
   5. bad input is reported (nothing to add if you let errors through);
   6. speed: the grader times a first epoch and a cached one.
+Files: Every kind of file the dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and
+4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name)
+gives the reference's pixels (`loaderlab.images`: read by its content, kept as stored with no
+EXIF rotation, grayscale as three equal channels, CMYK as Pillow converts it).
 Grade: `pytest grader/test_ex07_tfdata_pipeline.py`. Hints: `make hint EX=ex07`.
 """
 

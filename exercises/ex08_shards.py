@@ -12,6 +12,14 @@ label as text), written with the standard library's `tarfile` or with
 TFRecord (`tf.train.Example` records) is allowed too; the grader only talks to
 your two functions. Say in `write_shards`'s docstring which format you chose.
 
+Files: Every kind of file the dataset mixes (`data_gen.encodings`: progressive,
+4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG
+under a .jpg name) gives the reference's pixels (`loaderlab.images`: read by its
+content, kept as stored with no EXIF rotation, grayscale as three equal
+channels, CMYK as Pillow converts it). A shard keeps each file's bytes as they
+are, whatever its kind (a PNG under a .jpg name stays a PNG in `<key>.jpg`), so
+that a decode reads them as the reference does.
+
 Build it in steps; each TODO names its step, and `pytest grader/test_ex08_shards.py`
 shows each step's status, so you can stop after any step with something that passes:
   1 write shards   2 read them back in order   3 split across workers and ranks

@@ -10,10 +10,13 @@ same code runs on the CPU (or MPS) with no streams and gives the same numbers.
 The grader checks, on every machine: values bit-identical to the same normalisation done directly,
 every batch once and in order (the last, partial one too), uint8 crossing to the device, the next
 batch issued before the current one is handed over, the loader's errors surfaced, and a clean
-`close()`. On a CUDA GPU only: copies from pinned memory with non_blocking=True on a side stream,
-no data race under PyTorch's CUDA sanitizer, buffers kept until the caller's kernels are done with
-them; then the speed of overlap against copy-then-compute (on a machine without a GPU those checks
-are skipped and say so). Grade: `pytest grader/test_ex09_device_prefetcher.py`. Hints: `make hint EX=ex09`.
+`close()`; and your CUDA branch, run against a CPU stand-in of CUDA (streams, events, pinned copies):
+it may call only what torch has, as torch takes it, and must hand over the same numbers. On a CUDA GPU
+only: copies from pinned memory with non_blocking=True on a side stream, no data race under PyTorch's
+CUDA sanitizer, buffers kept until the caller's kernels are done with them; then the speed of overlap
+against copy-then-compute. On a machine without a GPU those checks are skipped, the grade says why
+under each step, and the exercise reads "correct here, GPU part not graded" at best: only a GPU
+makes it "done". Grade: `pytest grader/test_ex09_device_prefetcher.py`. Hints: `make hint EX=ex09`.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ class DevicePrefetcher:
     - what crosses to the device is the uint8 batch: convert after `.to(device)`, never before.
       Call `.to(device)` on every device (on the CPU it is a no-op), so one code path serves all;
     - when batch k is handed over, batches k+1 .. k+depth-1 have already been taken from `loader`
-      and their copies issued (depth=1: no look-ahead), and at most one batch more than that;
+      and their copies issued, and no batch after them: `depth` batches counting the one handed over
+      (fewer at the loader's end; depth=1: no look-ahead);
     - an exception raised by `loader` reaches the caller (same type and message) after the batches
       before it; `close()` (or leaving a `with` block) stops: it closes the loader's iterator (a
       DataLoader's worker processes stop) and leaves nothing running;

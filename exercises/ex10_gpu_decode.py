@@ -8,6 +8,14 @@ A100/H100 class, one image after another with Huffman decoding on the host elsew
 without a GPU), then resized and centre-cropped where it was decoded. Without a GPU the same code runs
 on the CPU: right, but not fast (one process decodes); it pays where a device decodes.
 
+Files: Every kind of file the dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale,
+Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name) gives the reference's pixels
+(`loaderlab.images`: read by its content, kept as stored with no EXIF rotation, grayscale as three equal channels,
+CMYK as Pillow converts it). `decode_jpegs` sees to it: its one call hands nvJPEG the JPEGs it takes (the hardware
+engine batches the baseline ones; progressive files go one by one to nvJPEG's hybrid decoder) and decodes the rest
+on the CPU by their content (a PNG under a .jpg name, which no JPEG decoder reads; CMYK and YCCK, which torchvision
+never lets nvJPEG convert).
+
 The shards are module 06's tar shards, written and read with the course's own `loaderlab.tar_shards`
 (`TarShardReader`: every sample once, in written order, each DataLoader worker its own shards), so this
 exercise does not depend on your exercise 08.
@@ -15,11 +23,13 @@ exercise does not depend on your exercise 08.
 The grader checks, on every machine: every sample once, in written order with 0 or 1 workers, the last
 partial batch kept, bytes and labels unchanged; pixels of `loaderlab.images.reference_crop`'s crop, within
 0.75 levels on average (1.5 for any image) where the CPU decodes (its decoder is the reference's, so only the
-resize can differ), 2.0 (6.0) where a GPU does; one decode call per batch, in this process; `num_workers` worker
-processes; clear errors for a missing folder, a truncated shard and a sample that is not a JPEG; nothing
-left running. Then, on a CUDA GPU only, the speed against an exercise-04-style CPU loader with the same
-workers (skipped, with the reason, elsewhere, and on a GPU without nvJPEG's hardware decoder, where the
-target was never calibrated).
+resize can differ), 2.0 (6.0) where a GPU does; one decode call per batch, in this process; on a CPU stand-in
+of CUDA, that `decode_batch` asked for a CUDA device crops each image where it was decoded, nothing brought
+back to the host; `num_workers` worker processes; clear errors for a missing folder, a truncated shard and a
+sample that is not an image; nothing left running. Without a GPU those checks decode on the CPU: nvJPEG's
+pixels and its speed are not graded there. The speed against an exercise-04-style CPU loader with the same
+workers is graded on a CUDA GPU with nvJPEG's hardware decoder only, where its target was calibrated; elsewhere
+it is skipped, the grade says why, and the exercise reads "correct here, GPU part not graded" at best.
 Grade: `pytest grader/test_ex10_gpu_decode.py`. Hints: `make hint EX=ex10`.
 """
 

@@ -2,11 +2,13 @@
 
 This script works: `python -m exercises.ex11_training_script [--epochs N]` trains `SmallCNN` on the active
 profile's data (`loaderlab.paths.dataset_dir()`, its `train` and `val` folders) and prints, per epoch, the val
-accuracy, the training images/s and the wall time. It is also slow and subtly wrong, in ten places marked
-`TODO(ex11a)` to `TODO(ex11j)`. Each TODO says what you would see, not what is wrong: reproduce the symptom (print,
-time, `make capstone`'s stall column), find its cause, then fix it with what modules 01-07 taught. `make grade EX=ex11`
-checks each defect on its own, then times your script against this original and trains it for the profile's epoch
-budget; stuck on one, `make hint EX=ex11 CHECK=<the check> LEVEL=1` (then 2, 3) climbs from a nudge to the fix.
+accuracy, the training images/s and the wall time. It is also slow and subtly wrong, in ten places, and nothing
+marks them: the TODO below the imports lists what you would notice running it. Finding each cause is the exercise:
+reproduce a symptom and measure it (notebook 08's tools), find the code that causes it, then fix it with what
+modules 01-07 taught. `make grade EX=ex11` measures each symptom on its own, then times your script against this
+original and trains it for the profile's epoch budget; its messages say what it observed, not why. Stuck on one,
+`make hint EX=ex11 CHECK=<the check> LEVEL=1` says where to look and how to measure it; levels 2 and 3 give the
+cause, then the fix.
 
 Fixed (do not change them, the grader relies on them): the model, optimiser, seeds, batch size, image sizes and
 epoch budget, all in `loaderlab.training`.
@@ -15,15 +17,17 @@ The contract (keep these names and signatures; fix the bodies):
 
 - `ShapesFolder(split_dir, train)`: a Dataset of `(image, label)` over `split_dir/<class>/<file>.jpg`. `classes`
   are the sorted class folder names, `targets` each item's label (its class folder's index in `classes`).
-  Items are uint8 tensors of shape (3, IMAGE_SIZE, IMAGE_SIZE) (no float, no normalising here): the image
-  resized to a short side of RESIZE, then with `train=True` a random IMAGE_SIZE crop and a random horizontal flip
-  drawn anew on every read (in every worker, every epoch), with `train=False` the centre crop, the same every time.
-  An image that does not decode raises an error that names its file.
+  Items are uint8 tensors of shape (3, IMAGE_SIZE, IMAGE_SIZE): the image resized to a short side of RESIZE, then
+  with `train=True` a random IMAGE_SIZE crop and a random horizontal flip drawn anew on every read (in every worker,
+  every epoch), with `train=False` the centre crop, the same every time.
+  An image that does not decode raises an error that names its file. Every kind of file the dataset mixes
+  (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a
+  PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`: read by its content, kept as stored with
+  no EXIF rotation, grayscale as three equal channels, CMYK as Pillow converts it).
 - `make_loaders(data_dir, device, seed=SEED, num_workers=None) -> (train_loader, val_loader)`: DataLoaders of
   batches of BATCH_SIZE; the train loader shuffles every epoch (a new permutation, seeded by `seed`), the val loader
   keeps file order. `num_workers=None` means one worker process per usable core (`loaderlab.machine.usable_cores`),
-  kept alive from epoch to epoch (workers, where there are any, persist);
-  `pin_memory` only when `device` is CUDA.
+  kept alive from epoch to epoch (workers, where there are any, persist); `pin_memory` only when `device` is CUDA.
 - `to_model_input(images, device) -> torch.Tensor`: a uint8 (N, 3, S, S) batch to float32 on `device`, scaled to
   0..1 and normalised by MEAN and STD, the whole batch at once, after the copy.
 - `train_one_epoch(model, optimizer, loader, device)`: one pass of `loaderlab.training.train_step` over the loader.
@@ -53,9 +57,23 @@ from loaderlab.paths import active_profile, dataset_dir
 from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD, WARMUP_BATCHES, EpochRecord,
                                 SmallCNN, TrainingRun, epochs_for, make_optimizer, seed_everything, train_step)
 
-# TODO(ex11d): here the labels look right. Point ShapesFolder at a copy of a split that lives somewhere else (a
-# folder or two deeper, another disk) and it fails to start, or trains with a val accuracy that stays at chance:
-# count the labels per class folder and compare.
+# TODO(ex11) [steps 1-10]: what a practitioner running this script would notice. Reproduce and measure each symptom
+# before you change anything, then find its cause:
+# - the loop waits for data much of each epoch (`make capstone`'s stall column), and one item costs far more time
+#   and bytes than the 64x64 picture it ends as;
+# - a core monitor (top, Activity Monitor) while it trains: one core busy, the others idle;
+# - a train folder holding a damaged JPEG: the epoch ends without a word, with fewer images than the folder holds;
+# - the same data linked somewhere else (another disk, a folder or two deeper): it fails to start, or a class never
+#   appears among the labels;
+# - augmented samples side by side: one train item read again shows the same crop; two workers, or two epochs, hand
+#   out the same crops;
+# - the labels of the first batch in two epochs: the same sequence;
+# - one model evaluated twice on the val loader: two different accuracies;
+# - the copy to the device: torch warns about pinned memory on a machine without a GPU;
+# - the images/s it reports: a short run reads slower than a long one over the same loader.
+# Notebook 08's tools measure them: the loop with data only, the model only and both (StallMeter's stall share); two
+# epochs' orders side by side; augmented samples from two workers; one model evaluated twice.
+
 CLASS_POSITION = len(str(dataset_dir(check=False)).split(os.sep)) + 1
 
 
@@ -67,14 +85,10 @@ class ShapesFolder(Dataset):
         self.train = train
         self.classes = sorted(p.name for p in self.split_dir.iterdir() if p.is_dir())
         paths = sorted(str(p) for p in self.split_dir.glob("*/*.jpg"))
-        # TODO(ex11e): load copies of one image with 2 workers and print each batch's flips and crops: worker 0's
-        # batch repeats worker 1's, and epoch 2 repeats epoch 1. Where do the random numbers come from, in each worker?
         self.rng = np.random.default_rng(SEED)
-        # TODO(ex11g): print the first labels of the train loader's first batch in two epochs: the same sequence.
         self.rng.shuffle(paths)
         self.paths = paths
         self.targets = [self.classes.index(path.split(os.sep)[CLASS_POSITION]) for path in paths]
-        # TODO(ex11f): read one train item six times and compare the pictures: all six are the same crop.
         self.top, self.left = (int(v) for v in self.rng.integers(0, RESIZE - IMAGE_SIZE + 1, size=2))
         self.to_tensor = transforms.ToTensor()
         self.normalize = transforms.Normalize(MEAN, STD)
@@ -87,13 +101,8 @@ class ShapesFolder(Dataset):
         try:
             image = Image.open(path).convert("RGB")
         except Exception:
-            # TODO(ex11a): put a truncated JPEG in the train folder and train an epoch: it ends without a word, and
-            # counts fewer images than the folder holds. Which file was it?
             return None
-        # TODO(ex11b): time one __getitem__ and look at what it returns (dtype, size in bytes): `make capstone` shows
-        # the loop waiting for data much of each epoch, and an item costs far more than the 64x64 picture it ends as.
         tensor = F.resize(self.to_tensor(image), RESIZE, antialias=True)
-        # TODO(ex11h): evaluate one model twice on the val loader: the accuracy changes from one call to the next.
         tensor = F.crop(tensor, self.top, self.left, IMAGE_SIZE, IMAGE_SIZE)
         if self.rng.random() < 0.5:
             tensor = F.hflip(tensor)
@@ -109,8 +118,6 @@ def make_loaders(data_dir: Path | str, device: torch.device | str, seed: int = S
                  num_workers: int | None = None) -> tuple[DataLoader, DataLoader]:
     """(train_loader, val_loader) over data_dir/train and data_dir/val."""
     data_dir = Path(data_dir)
-    # TODO(ex11c): watch a core monitor (top, Activity Monitor) while it trains: one core busy, the others idle, and
-    # the images/s is the same whatever the machine has.
     workers = 0 if num_workers is None else num_workers
     loaders = []
     for split, train in (("train", True), ("val", False)):
@@ -119,15 +126,12 @@ def make_loaders(data_dir: Path | str, device: torch.device | str, seed: int = S
             shuffle=False,
             num_workers=workers, collate_fn=collate_skipping_none,
             generator=torch.Generator().manual_seed(seed),
-            # TODO(ex11i): run it on a machine without a GPU: torch warns "'pin_memory' argument is set as true but
-            # no accelerator is found". What is this option for, and for which of this script's devices?
             pin_memory=True))
     return loaders[0], loaders[1]
 
 
 def to_model_input(images: torch.Tensor, device: torch.device | str) -> torch.Tensor:
     """A batch of images as the model's input on `device`."""
-    # TODO(ex11b): look at the dtype and size of the batches that arrive here, and at what crosses to the device.
     return images.to(device, non_blocking=True)
 
 
@@ -156,8 +160,6 @@ def evaluate(model: torch.nn.Module, loader: Any, device: torch.device | str) ->
 def time_training(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loader: Any, device: torch.device | str,
                   warmup_batches: int = WARMUP_BATCHES) -> float:
     """Train one pass over the loader; the images/s of its steady state."""
-    # TODO(ex11j): the images/s this reports depends on the run's length: a short epoch reads slower than a long one
-    # over the same loader, and the first epoch slowest of all. What is counted that is not training?
     start = time.perf_counter()
     images_seen = 0
     for images, labels in loader:

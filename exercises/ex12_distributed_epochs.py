@@ -73,7 +73,8 @@ class DistributedEpochSampler(Sampler[int]):
 def exact_mean(scores: Sequence[float]) -> float:
     """On every rank of an initialised process group: the mean of all ranks' scores together, the same on each rank.
 
-    Each rank passes the scores of the samples its evaluation sampler gave it (their counts may differ by one).
+    Each rank passes the scores of the samples its evaluation sampler gave it, in any sequence (a list, a tuple;
+    their counts may differ by one, and a rank may have none).
     The result is within 1e-6 of the exact mean: float32 arithmetic is precise enough, half precision is not.
     """
     # TODO(ex12c) [step 2]: combine the ranks' scores with a collective so that each sample weighs the same

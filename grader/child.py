@@ -1,6 +1,9 @@
 """The grading child: imports the exercise from the target folder by its plain module name (so spawn-started
 workers can import it too), runs the check, writes the verdict. `grader.runner` starts it and reads the verdict.
 
+What the grader's own code prints (a check's settings, a comparison table) goes to a notes file of its own, apart
+from the output of the learner's code, which is all a failure shows under "your code printed".
+
 Spawn-started workers import this module as their main module: importing `shm_ledger` here starts the ledger of
 shared-memory segments in them too.
 """
@@ -13,14 +16,43 @@ import multiprocessing
 import os
 import sys
 import traceback
+from functools import cache
 from pathlib import Path
+from typing import TextIO
 
 from grader import shm_ledger  # noqa: F401  (importing it starts the ledger in this process and its workers)
-from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, Measured
+from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, SKIPPED, Measured
+from grader.support import NotGradedHere
 from loaderlab.bench import Comparison
 from loaderlab.paths import REPO_ROOT
 
 START_METHOD_ENV = "LOADERLAB_START_METHOD"  # the child's default multiprocessing start method, when set
+GRADER_CODE = REPO_ROOT / "grader"
+
+
+@cache
+def _is_grader_code(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(GRADER_CODE)
+
+
+class GraderLinesApart:
+    """A text stream that sends what the grader's own code writes (print() in a check, in this module) to `notes`
+    and everything else (the learner's code, the libraries it calls) on to `stream`. print() is built in, so the
+    frame that calls write() is the one that called print()."""
+
+    def __init__(self, stream: TextIO, notes: TextIO) -> None:
+        self._stream, self._notes = stream, notes
+
+    def write(self, text: str) -> int:
+        caller = sys._getframe(1).f_code.co_filename
+        return (self._notes if _is_grader_code(caller) else self._stream).write(text)
+
+    def flush(self) -> None:
+        self._notes.flush()
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> object:  # fileno, encoding, buffer, isatty...: the stream's own
+        return getattr(self._stream, name)
 
 
 def _exercise_traceback(err: BaseException, exercise_file: Path) -> str:
@@ -49,6 +81,8 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
         outcome = check_function(module)
     except NotImplementedError as err:
         return {"status": NOT_STARTED, "message": f"not started: {err or 'a TODO is still open'}"}
+    except NotGradedHere as err:
+        return {"status": SKIPPED, "message": str(err)}
     except AssertionError as err:
         return {"status": FAIL, "message": str(err)}
     except Exception as err:
@@ -84,12 +118,15 @@ def _settled_early(outcome: Comparison) -> str:
 
 
 def main(argv: list[str]) -> None:
-    target, exercise, checks, verdict_file = argv
+    target, exercise, checks, verdict_file, notes_file = argv
+    notes = open(notes_file, "a", buffering=1)  # line-buffered: a crash keeps the notes written before it
+    sys.stdout, sys.stderr = GraderLinesApart(sys.stdout, notes), GraderLinesApart(sys.stderr, notes)
     verdicts = {}
     for check in checks.split(","):
         verdicts[check] = evaluate(Path(target), exercise, check)
         Path(verdict_file).write_text(json.dumps(verdicts))  # after each: a later crash keeps the earlier verdicts
     sys.stdout.flush()
+    sys.stderr.flush()
     # Leave at once: a leaked non-daemon thread must not keep the process (and the grade) waiting.
     os._exit(0)
 

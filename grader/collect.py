@@ -3,14 +3,17 @@
 For instructors. Reads many learners' results files (`.grader/results.json`, renamed or in one folder
 each; folders are searched for *.json), and writes `scoreboard.html` (one static page: no server, no
 external assets) and `scoreboard.md` (the same content as text): a status grid, learners by exercises
-(01-13), coloured by status, with a progress bar per learner and how many passed each exercise; then
+(01-13), coloured by status, with a progress bar per learner and how many are done with each exercise; then
 each learner's measured ratios with the machine's cores, the room's median per timed check, and outliers
 flagged: a ratio under half or over twice the room's median usually means a busy (or much bigger)
 laptop, not a better solution.
 
 Every value in a results file is the learner's input to the instructor's browser: a file holding a
 status, an exercise or check name, or a number of a kind the grader never writes is reported and
-skipped, as is a file that is not a results file; everything shown is escaped, attributes included.
+skipped, as is a file that is not a results file, one over MAX_FILE_BYTES, or one that fails to read
+in any other way (JSON nested too deep, say): the collection never stops on one file. Everything shown
+is escaped, attributes included; a learner's name loses Unicode format characters (the bidirectional
+controls among them) and cannot become a link in the Markdown.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ import json
 import math
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.results import (CORRECT_UNTIMED, ERROR, FAIL, NOT_STARTED, NOT_TIMED, PARTLY_RUN, PASS, RESULTS_FORMAT,
-                            TIMEOUT)
+from grader.results import (CHECK_STATUSES, CORRECT_HERE, CORRECT_UNTIMED, DONE, ERROR, FAIL, GROUP_STATUSES,
+                            IN_PROGRESS, NOT_RUN, NOT_STARTED, NOT_TIMED, OLDER_FORMATS, PARTLY_RUN, RESULTS_FORMAT,
+                            SKIPPED, TIMEOUT, exercise_status, saved_results)
 from grader.catalog import exercise_names
 from loaderlab.paths import GRADER_DIR
 
@@ -52,7 +57,9 @@ def saved_checks(entry: Any) -> list[dict[str, Any]]:
     return [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
 
 
-STATUSES = frozenset({PASS, FAIL, ERROR, NOT_STARTED, TIMEOUT, NOT_TIMED, CORRECT_UNTIMED, PARTLY_RUN})
+# A results file is a few hundred KB at most (13 exercises, their checks, the last 2000 characters of output and of
+# notes per failed check); a file past this is no results file, and reading one whole could hold up the room's page.
+MAX_FILE_BYTES = 4 * 2**20
 EXERCISE_NAME = re.compile(r"ex\d{2}[a-z0-9_]*")   # the grader's file names: ex02_threaded_prefetch
 CHECK_NAME = re.compile(r"[a-z0-9_]{1,80}")      # its test functions' names, less test_
 MAX_NAME = 40                                     # a learner's name is cut to this many characters
@@ -72,8 +79,9 @@ def _finite(value: Any, what: str) -> float:
     return float(value)
 
 
-def _status(value: Any, where: str) -> str:
-    if not isinstance(value, str) or value not in STATUSES:
+def _status(value: Any, where: str, statuses: tuple[str, ...]) -> str:
+    """A status the grader writes there (an exercise's or a check's); ValueError saying so otherwise."""
+    if not isinstance(value, str) or value not in statuses:
         raise ValueError(f"{where}: status {value!r:.40} is none of the grader's")
     return value
 
@@ -100,16 +108,23 @@ def read_learner(path: Path) -> Learner:
     of the kinds the grader writes, or the whole file is refused (the scoreboard is read in an instructor's
     browser); the learner's name is free text, escaped wherever it is written.
     """
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"{path.stat().st_size / 2**20:.1f} MiB, larger than any results file "
+                         f"(at most {MAX_FILE_BYTES // 2**20} MiB read)")
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise ValueError("not text") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON ({error.msg}, line {error.lineno})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deep for a results file") from None
     if not isinstance(payload, dict) or "exercises" not in payload:
         raise ValueError("not a loaderlab results file (no 'exercises')")
-    if payload.get("format") != RESULTS_FORMAT:
-        raise ValueError(f"results format {payload.get('format')!r:.40}, this collector reads format {RESULTS_FORMAT}")
+    older = payload.get("format") in OLDER_FORMATS
+    if payload.get("format") != RESULTS_FORMAT and not older:
+        raise ValueError(f"results format {payload.get('format')!r:.40}, this collector reads formats "
+                         f"{', '.join(map(str, (*OLDER_FORMATS, RESULTS_FORMAT)))}")
     if not isinstance(payload["exercises"], dict):
         raise ValueError("'exercises' is not a table")
     name = payload.get("learner")
@@ -123,14 +138,13 @@ def read_learner(path: Path) -> Learner:
         checks = entry.get("checks", [])
         if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
             raise ValueError(f"{exercise}: 'checks' is not a list of tables")
-    learner = Learner(" ".join((name or path.stem).split())[:MAX_NAME] or path.stem, path, _machine_cores(payload))
+    learner = Learner(learner_name(name, path), path, _machine_cores(payload))
     for exercise, entry in payload["exercises"].items():
-        learner.statuses[exercise] = _status(entry.get("status"), exercise)
         for check in entry.get("checks", []):
             check_name = check.get("check")
             if not isinstance(check_name, str) or not CHECK_NAME.fullmatch(check_name):
                 raise ValueError(f"{exercise}: check {check_name!r:.40} is not a name the grader writes")
-            _status(check.get("status"), f"{exercise} {check_name}")
+            _status(check.get("status"), f"{exercise} {check_name}", CHECK_STATUSES)
             metrics = check.get("metrics")
             if metrics is None:
                 continue
@@ -143,7 +157,20 @@ def read_learner(path: Path) -> Learner:
                     raise ValueError(f"{exercise} {check_name}: 'passed' is {met!r:.40}, not true or false")
                 if met is not None:
                     learner.met[(exercise, check_name)] = met
+        # An older format's exercise status ("pass" among them) followed older rules (a check skipped for want of a
+        # GPU was not saved and did not count): checked, then recomputed from its checks, as `make progress` reads it.
+        status = _status(entry.get("status"), exercise, GROUP_STATUSES + (CHECK_STATUSES if older else ()))
+        learner.statuses[exercise] = exercise_status(exercise, saved_results(entry, exercise)) if older else status
     return learner
+
+
+def learner_name(name: str | None, path: Path) -> str:
+    """The name to show: the file's, else its file name's stem, on one line, without Unicode format characters
+    (category Cf: the bidirectional controls that reorder what follows, zero-width joiners), cut to MAX_NAME."""
+    def clean(text: str) -> str:
+        return " ".join("".join(c for c in text if unicodedata.category(c) != "Cf").split())[:MAX_NAME]
+
+    return clean(name or "") or clean(path.stem) or "(no name)"
 
 
 def gather(paths: list[Path]) -> tuple[list[Learner], list[str]]:
@@ -161,8 +188,9 @@ def gather(paths: list[Path]) -> tuple[list[Learner], list[str]]:
     for path in files:
         try:
             learner = read_learner(path)
-        except (OSError, ValueError, TypeError, AttributeError) as error:  # whatever the file holds, never crash
-            problems.append(f"{path}: skipped, {error}")
+        except Exception as error:  # whatever the file holds, one file never stops the room's page
+            problems.append(f"{path}: skipped, {error}" if isinstance(error, (OSError, ValueError)) else
+                            f"{path}: skipped, it could not be read ({type(error).__name__}: {str(error)[:80]})")
             continue
         if any(other.name == learner.name for other in learners):
             learner.name = f"{learner.name} ({path.name})"
@@ -188,8 +216,9 @@ class Board:
             return ""
         return "low" if ratio < median / OUTLIER_FACTOR else "high" if ratio > median * OUTLIER_FACTOR else ""
 
-    def passed(self, exercise: str) -> int:
-        return sum(learner.statuses.get(exercise) == PASS for learner in self.learners)
+    def done(self, exercise: str) -> int:
+        """How many learners are done with `exercise` (every check graded and passed)."""
+        return sum(learner.statuses.get(exercise) == DONE for learner in self.learners)
 
 
 def build(learners: list[Learner], problems: list[str]) -> Board:
@@ -209,12 +238,21 @@ def _ratio_cell(board: Board, learner: Learner, key: tuple[str, str], flag: str)
     return f"{ratio:.2f}x" + (f" {flag} {where}" if where else "")
 
 
+# What GitHub-flavoured Markdown's autolink extension turns into a link without brackets: a scheme's "://", a "www."
+# and an e-mail address's "@". A backslash before the dot or the slash, and "@" as a character reference, break each
+# trigger and render as the same characters.
+AUTOLINK_TRIGGERS = ((re.compile(r"(?<=:)/(?=/)"), "\\/"), (re.compile(r"(?i)(?<=www)\."), "\\."),
+                     (re.compile("@"), "&#64;"))
+
+
 def markdown_cell(text: str) -> str:
     """Text that cannot break a Markdown table nor become markup in it (a learner may call themselves anything):
-    no raw HTML, links or code spans, no column bars, no line breaks."""
+    no raw HTML, links (bracketed or bare) or code spans, no column bars, no line breaks."""
     text = html.escape(text, quote=False)
     for mark in "\\`[]|":
         text = text.replace(mark, "\\" + mark)
+    for trigger, broken in AUTOLINK_TRIGGERS:
+        text = trigger.sub(broken, text)
     return " ".join(text.split())
 
 
@@ -232,7 +270,7 @@ def markdown(board: Board) -> str:
         cells = [_symbol(learner.statuses.get(e)) or " " for e in board.exercises]
         lines.append(f"| {markdown_cell(learner.name)} | {learner.cores} | {_done(learner, board)} of "
                      f"{len(board.exercises)} | " + " | ".join(cells) + " |")
-    lines.append("| **passed** | | | " + " | ".join(f"{board.passed(e)} of {len(board.learners)}"
+    lines.append("| **done** | | | " + " | ".join(f"{board.done(e)} of {len(board.learners)}"
                                                     for e in board.exercises) + " |")
     lines += ["", "Key: " + "; ".join(f"{symbol} {' or '.join(statuses)}" for symbol, statuses in _legend_entries())
               + "; blank: not graded.", "", "Exercises: " + ", ".join(f"{_short(e)} {e[5:]}" for e in board.exercises)
@@ -256,9 +294,10 @@ _OUTLIER_NOTE = (f"**!** marks a ratio under 1/{OUTLIER_FACTOR:g} or over {OUTLI
                  "more cores, not a better or worse solution. Look at the cores column before praising or worrying.")
 
 # What each status looks like in the grid: (CSS class, symbol). Only these classes are ever written.
-STATUS_LOOK = {PASS: ("pass", "\u2713"), CORRECT_UNTIMED: ("correct", "\u25d0"), PARTLY_RUN: ("correct", "\u25d0"),
-               NOT_TIMED: ("untimed", "\u25cb"), FAIL: ("fail", "\u2717"), ERROR: ("fail", "!"),
-               TIMEOUT: ("fail", "\u221e"), NOT_STARTED: ("idle", "\u00b7")}
+STATUS_LOOK = {DONE: ("pass", "\u2713"), CORRECT_HERE: ("correct", "\u25d1"), CORRECT_UNTIMED: ("correct", "\u25d0"),
+               PARTLY_RUN: ("correct", "\u25d0"), IN_PROGRESS: ("idle", "\u2026"), NOT_TIMED: ("untimed", "\u25cb"),
+               FAIL: ("fail", "\u2717"), ERROR: ("fail", "!"), TIMEOUT: ("fail", "\u221e"),
+               NOT_STARTED: ("idle", "\u00b7"), SKIPPED: ("idle", "\u2013"), NOT_RUN: ("idle", "\u2013")}
 NOT_GRADED_LOOK = ("none", "")
 
 PAGE_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
@@ -292,14 +331,14 @@ def _element(tag: str, text: str = "", raw: str = "", **attributes: object) -> s
 
 
 def _done(learner: Learner, board: Board) -> int:
-    return sum(learner.statuses.get(e) == PASS for e in board.exercises)
+    return sum(learner.statuses.get(e) == DONE for e in board.exercises)
 
 
 def _progress_bar(learner: Learner, board: Board) -> str:
     total = len(board.exercises) or 1
     done = _done(learner, board)
-    correct = sum(learner.statuses.get(e) in (CORRECT_UNTIMED, PARTLY_RUN) for e in board.exercises)
-    label = f"{done} of {len(board.exercises)} passed" + (f", {correct} correct but not timed" if correct else "")
+    correct = sum(learner.statuses.get(e) in (CORRECT_HERE, CORRECT_UNTIMED, PARTLY_RUN) for e in board.exercises)
+    label = f"{done} of {len(board.exercises)} done" + (f", {correct} correct but not all graded" if correct else "")
     segments = "".join(f'<span class="{css}" style="width:{100 * count / total:.1f}%"></span>'
                        for css, count in (("pass", done), ("correct", correct)) if count)
     return (_element("span", raw=segments, class_="bar", role="img", aria_label=label, title=label)
@@ -319,10 +358,10 @@ def _status_grid(board: Board) -> str:
         rows.append("<tr>" + _element("th", learner.name, scope="row") + _element("td", learner.cores)
                     + _element("td", raw=_progress_bar(learner, board), class_="progress") + "".join(cells) + "</tr>")
     room = len(board.learners)
-    foot = "".join(_element("td", f"{board.passed(e)}", title=f"{e}: {board.passed(e)} of {room} passed")
+    foot = "".join(_element("td", f"{board.done(e)}", title=f"{e}: {board.done(e)} of {room} done")
                    for e in board.exercises)
     return (f'<table class="grid"><thead><tr><th>learner</th><th>cores</th><th>progress</th>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody><tfoot><tr><td>passed</td><td></td><td>of {room}</td>{foot}</tr></tfoot>"
+            f"<tbody>{''.join(rows)}</tbody><tfoot><tr><td>done</td><td></td><td>of {room}</td>{foot}</tr></tfoot>"
             "</table>")
 
 

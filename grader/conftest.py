@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
 
-from grader import catalog
-from grader.results import NOT_STARTED, NOT_TIMED, PASS, CheckResult, summary_lines, write_json
+from grader.results import (NOT_STARTED, NOT_TIMED, PASS, SKIPPED, CheckResult, declared_checks, is_learners,
+                            results_file, summary_lines, write_json)
 from grader.runner import run_check
 from loaderlab.machine import usable_cores
-from loaderlab.paths import GRADER_DIR, REPO_ROOT
+from loaderlab.paths import REPO_ROOT
 
 RESULTS = pytest.StashKey[list]()
+RECORDED = pytest.StashKey[set]()   # the node ids whose check has a result (a skip before `grade` runs has none)
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -21,8 +23,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("loaderlab grader")
     group.addoption("--target", default="exercises",
                     help="folder holding the exercise modules to grade (default: exercises; e.g. solutions)")
-    group.addoption("--results", default=str(GRADER_DIR / "results.json"),
-                    help="where to merge the results as JSON (default: .grader/results.json)")
+    group.addoption("--results", default=None,
+                    help="where to merge the results as JSON (default: .grader/results.json for your exercises/, "
+                         f".grader/targets/<folder>.json for another folder; {os.devnull}: not saved)")
     group.addoption("--start-method", default=None, choices=multiprocessing.get_all_start_methods(),
                     help="how worker processes start in every check that does not choose (default: this platform's; "
                          "spawn is macOS's and Windows' default)")
@@ -30,6 +33,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[RESULTS] = []
+    config.stash[RECORDED] = set()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -42,6 +46,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(reason)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A grader test skipped before its check ran (the `cuda_only` mark above, a skip in the test's body) is recorded
+    as a skipped check with pytest's reason, so that the table and the saved grades say what was not graded."""
+    report = yield
+    if report.skipped and "grade" in getattr(item, "fixturenames", ()) \
+            and item.nodeid not in item.config.stash[RECORDED] and hasattr(item.module, "EXERCISE"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _record(item, CheckResult(item.module.EXERCISE, item.originalname.removeprefix("test_"), SKIPPED,
+                                  reason.removeprefix("Skipped: ")))
+    return report
+
+
+def _record(item: pytest.Item, result: CheckResult) -> None:
+    """Add a check's result to this session's, with its step and whether it is timed (read from its marks)."""
+    marker = item.get_closest_marker("step")
+    result.step, result.step_title = (int(marker.args[0]), str(marker.args[1])) if marker else (0, "")
+    result.timed = item.get_closest_marker("throughput") is not None
+    item.config.stash[RESULTS].append(result)
+    item.config.stash[RECORDED].add(item.nodeid)
+
+
 def target_dir(config: pytest.Config) -> Path:
     """--target resolved from the repo root (a path relative to the cwd works too)."""
     raw = Path(config.getoption("--target"))
@@ -51,25 +77,19 @@ def target_dir(config: pytest.Config) -> Path:
     raise pytest.UsageError(f"--target {raw}: no such folder (relative paths resolve from {REPO_ROOT} or the cwd)")
 
 
-def _step(item: pytest.Item) -> tuple[int, str]:
-    marker = item.get_closest_marker("step")
-    return (int(marker.args[0]), str(marker.args[1])) if marker else (0, "")
-
-
 @pytest.fixture
 def grade(request: pytest.FixtureRequest):
     """Run this test's check (named after the test, minus `test_`) against the target, in a fresh process.
 
-    A timed check runs only once every correctness check of its exercise has passed.
+    A timed check runs only once every correctness check of its exercise has passed (or was skipped here).
     """
 
     def run() -> CheckResult:
         exercise = request.module.EXERCISE
         check = request.node.originalname.removeprefix("test_")
-        step, step_title = _step(request.node)
         timed = request.node.get_closest_marker("throughput") is not None
         results: list[CheckResult] = request.config.stash[RESULTS]
-        earlier = [r for r in results if r.exercise == exercise and not r.timed]
+        earlier = [r for r in results if r.exercise == exercise and not r.timed and r.status != SKIPPED]
         if timed and not all(r.passed for r in earlier):
             started = any(r.status != NOT_STARTED for r in earlier)
             result = CheckResult(exercise, check, NOT_TIMED if started else NOT_STARTED,
@@ -79,8 +99,9 @@ def grade(request: pytest.FixtureRequest):
             timeout = float(marker.args[0]) if marker else DEFAULT_TIMEOUT_S
             result = run_check(target_dir(request.config), exercise, check, timeout,
                                request.config.getoption("--start-method"))
-        result.step, result.step_title, result.timed = step, step_title, timed
-        results.append(result)
+        _record(request.node, result)
+        if result.status == SKIPPED:
+            pytest.skip(result.message)
         if result.status != PASS:
             pytest.fail(result.explain(), pytrace=False)
         return result
@@ -88,17 +109,12 @@ def grade(request: pytest.FixtureRequest):
     return run
 
 
-def declared_checks(exercise: str) -> dict[str, bool]:
-    """Every check the exercise's grader file declares, with whether it is timed."""
-    return {check.name: check.timed for check in catalog.find(exercise).checks}
-
-
 def _not_run(results: list[CheckResult]) -> dict[str, dict[str, bool]]:
     """Per exercise graded in this session, its checks that did not run (deselected), with whether each is timed."""
     ran: dict[str, set[str]] = {}
     for result in results:
         ran.setdefault(result.exercise, set()).add(result.check)
-    return {exercise: {c: timed for c, timed in declared_checks(exercise).items() if c not in checks}
+    return {exercise: {c.name: c.timed for c in declared_checks(exercise).values() if c.name not in checks}
             for exercise, checks in ran.items()}
 
 
@@ -108,12 +124,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     folder = target_dir(config)
     target = str(folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder)
-    not_run = _not_run(results)
     terminalreporter.section("loaderlab grades")
     start_method = config.getoption("--start-method") or multiprocessing.get_start_method()
-    for line in summary_lines(results, target + "/", usable_cores(), not_run):
+    for line in summary_lines(results, target + "/", usable_cores(), _not_run(results)):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"worker processes started with: {start_method}")
-    path = Path(config.getoption("--results"))
-    write_json(results, target, path, start_method, not_run)
-    terminalreporter.write_line(f"\nresults saved to {path}")
+    requested = config.getoption("--results")
+    path = results_file(folder, Path(requested) if requested else None)
+    if path == Path(os.devnull):
+        terminalreporter.write_line(f"\nresults not saved (--results {os.devnull})")
+        return
+    write_json(results, target, path, start_method)
+    whose = "" if is_learners(folder) else (
+        f" (the grades of {target}/, kept apart: only your exercises/ are graded into .grader/results.json)")
+    terminalreporter.write_line(f"\nresults saved to {path}{whose}")

@@ -17,15 +17,16 @@ import json
 import math
 import re
 import statistics
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.catalog import Check, Exercise, exercises
 from grader.collect import PAGE_STYLE, markdown_cell, saved_checks
 from grader.hints import hint_for_check, next_hint_command
-from grader.progress import DONE, check_statuses, group_status
-from grader.results import PASS, CheckResult, busy_while_timing, course_commit, is_measured, measured_cells, read_results
+from grader.progress import group_status, saved_checks_of
+from grader.results import (DONE, PASS, SKIPPED, busy_while_timing, course_commit, is_measured, measured_cells,
+                            read_results, saved_results, short_reason)
 from league.entries import BY_NAME
 from loaderlab.tools.doctor import TENSORFLOW, Report, diagnose
 from loaderlab.machine import facts
@@ -235,13 +236,15 @@ def _figures(exercise: str, check: str, metrics: dict[str, Any]) -> str:
 
 def _missing(exercise: Exercise, check: Check, saved: dict[str, Any] | None, gpu: bool) -> str | None:
     """Why a timed check has no saved figure, in a few words; None where it cannot have one here (CUDA, no GPU)."""
-    if check.cuda_only and not gpu and (saved is None or saved.get("status") == PASS):
+    if check.cuda_only and not gpu and (saved is None or saved.get("status") in (PASS, SKIPPED)):
         return None
     if saved is None:
         return "no figure yet"
     status = str(saved.get("status", "?"))
     if status == PASS:
         return "passed, no figure saved"
+    if status == SKIPPED:
+        return f"not graded here: {short_reason(str(saved.get('message', '')))}"
     return status
 
 
@@ -411,7 +414,8 @@ def not_yet(results: dict[str, Any], gpu: bool, capstone: bool, league: bool) ->
             continue
         checks = {str(c.get("check")): c for c in saved_checks(saved[exercise.name])}
         for check in exercise.checks:
-            if check.timed and not _has_figures(checks.get(check.name, {}).get("metrics")):
+            metrics = checks.get(check.name, {}).get("metrics")
+            if check.timed and not (_has_figures(metrics) or is_measured(metrics)):  # a ratio, or a figure and limit
                 why = _missing(exercise, check, checks.get(check.name), gpu)
                 if why:
                     missing.append(f"{exercise.short} {check.name} ({why})")
@@ -431,31 +435,17 @@ def not_yet(results: dict[str, Any], gpu: bool, capstone: bool, league: bool) ->
     return ["Not yet on this page: " + "; ".join(parts) + "."] if parts else []
 
 
-def _saved_checks(results: dict[str, Any]) -> list[CheckResult]:
-    """Every saved check as a CheckResult (those that are not one are left out)."""
-    names = {f.name for f in fields(CheckResult)}
-    checks = []
-    saved_exercises = results.get("exercises") if isinstance(results.get("exercises"), dict) else {}
-    for entry in saved_exercises.values():
-        for saved in saved_checks(entry):
-            try:
-                checks.append(CheckResult(**{k: v for k, v in saved.items() if k in names}))
-            except TypeError:
-                continue
-    return checks
-
-
 def grades_summary(results: dict[str, Any], results_path: Path) -> list[str]:
     """Lines on the grades as a whole: how many exercises are done, and whether timing ran on a busy machine."""
     if not results:
         return [f"No saved grades at `{_shown(results_path)}`: `make grade` grades every exercise and saves them "
                 "there."]
     saved = results.get("exercises") if isinstance(results.get("exercises"), dict) else {}
-    done = sum(group_status(e.checks, check_statuses(saved.get(e.name))) == DONE for e in exercises())
+    done = sum(group_status(e.checks, saved_checks_of(saved.get(e.name), e.name)) == DONE for e in exercises())
     lines = [f"{done} of {len(exercises())} exercises done (grades from `{_shown(results_path)}`"
              + (f", learner {results['learner']}" if results.get("learner") else "") + ")."]
     try:
-        busy = busy_while_timing(_saved_checks(results))
+        busy = busy_while_timing([c for name, entry in saved.items() for c in saved_results(entry, name)])
     except (TypeError, KeyError):
         busy = None
     if busy:

@@ -2,7 +2,7 @@
 
 `run_check(...)` starts the grading child (`grader.child`: forked from a waiting process, `grader.preload`, or
 `python -m grader.child ...`), kills the whole process group if it runs past its limit, and reads the child's
-JSON verdict.
+JSON verdict, what the learner's code printed (the child's output) and what the check printed (its notes).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import psutil
 from grader import preload, shm_ledger
 from grader.child import START_METHOD_ENV
 from grader.hints import crash_advice
-from grader.results import ERROR, FAIL, PASS, TIMEOUT, CheckResult
+from grader.results import ERROR, FAIL, PASS, SKIPPED, TIMEOUT, CheckResult
 from loaderlab.machine import total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT
 
@@ -141,8 +141,8 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
         }
         if start_method:
             env[START_METHOD_ENV] = start_method
-        argv = [str(target), exercise, ",".join(checks), str(verdict_file)]
-        output_file = Path(tmp) / "output.txt"
+        output_file, notes_file = Path(tmp) / "output.txt", Path(tmp) / "notes.txt"
+        argv = [str(target), exercise, ",".join(checks), str(verdict_file), str(notes_file)]
         start = time.perf_counter()
         child = _start_child(exercise, argv, env, output_file)
         watch = MemoryWatch(child.pid, memory_cap_bytes())
@@ -158,7 +158,8 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
             watch.stop()
             _kill_group(child.pid)  # whatever the check left running in its session ends with it
             child.release()
-        output = output_file.read_bytes() if output_file.exists() else b""
+        output = _tail(output_file.read_bytes() if output_file.exists() else b"")
+        notes = _tail(notes_file.read_bytes() if notes_file.exists() else b"")
         seconds = time.perf_counter() - start
         peak = round(watch.peak / 2**20)
         if watch.exceeded:
@@ -167,8 +168,8 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
                 "stopped before they could take the machine down. Something keeps everything it is given: a "
                 "queue or buffer without a bound, a list of results nobody consumes, or a reader that runs "
                 f"ahead of its consumer forever. (Raise the cap with {MEMORY_CAP_ENV}=<GiB> if you really need more.)")
-            return {check: CheckResult(exercise, check, FAIL, message, seconds, output=_tail(output), peak_memory_mib=peak)
-                    for check in checks}
+            return {check: CheckResult(exercise, check, FAIL, message, seconds, output=output, peak_memory_mib=peak,
+                                       notes=notes) for check in checks}
         if timed_out:
             grew = f" Its processes held {_gib(watch.peak)} at the peak, so memory growth is likely too." \
                 if watch.peak > watch.cap / 2 else ""
@@ -176,19 +177,20 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
                 f"did not finish within {timeout_s:.0f} s and was stopped. A blocking wait with no "
                 "timeout is the usual cause: queue.get() or join() on a worker that died or was never "
                 "told to stop, or a producer blocked on a full queue after the consumer left." + grew)
-            return {check: CheckResult(exercise, check, TIMEOUT, message, seconds, output=_tail(output), peak_memory_mib=peak)
-                    for check in checks}
+            return {check: CheckResult(exercise, check, TIMEOUT, message, seconds, output=output, peak_memory_mib=peak,
+                                       notes=notes) for check in checks}
         verdicts = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
         results = {}
         for check in checks:
             if check not in verdicts:
                 results[check] = CheckResult(exercise, check, ERROR, _crash_message(exercise, returncode),
-                                             seconds, output=_tail(output), peak_memory_mib=peak)
+                                             seconds, output=output, peak_memory_mib=peak, notes=notes)
                 continue
             verdict = verdicts[check]
+            shown = verdict["status"] not in (PASS, SKIPPED)  # what was printed is kept for a failure only
             results[check] = CheckResult(exercise, check, verdict["status"], verdict["message"], seconds,
-                                         verdict.get("metrics"), _tail(output) if verdict["status"] != PASS else "",
-                                         peak_memory_mib=peak)
+                                         verdict.get("metrics"), output if shown else "", peak_memory_mib=peak,
+                                         notes=notes if shown else "")
         return results
 
 
@@ -260,5 +262,5 @@ def _crash_message(exercise: str, returncode: int) -> str:
     return f"the grading process {how}." + (f" In this exercise that usually means: {advice}" if advice else "")
 
 
-def _tail(output: bytes | None) -> str:
-    return (output or b"").decode(errors="replace")[-OUTPUT_TAIL_CHARS:]
+def _tail(output: bytes) -> str:
+    return output.decode(errors="replace")[-OUTPUT_TAIL_CHARS:]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+import traceback
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,13 +17,19 @@ import numpy as np
 import psutil
 
 from grader import shm_ledger
-from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
+from loaderlab.images import (CROP, Sample, beyond, far_kind, file_encodings, list_samples, mean_abs_difference,
+                              named, reference_crop, spread_samples)
 from loaderlab.paths import dataset_dir
 
 T = TypeVar("T")
 SHM_DIR = Path("/dev/shm")
 # Helper processes that multiprocessing starts once and keeps by design.
 SERVICE_PROCESSES = ("resource_tracker", "forkserver")
+
+
+class NotGradedHere(Exception):
+    """Raised by a check that cannot grade on this machine (no CUDA GPU, say): its message says why and what would
+    grade it. The grading child reports the check as skipped, with that message, never as passed."""
 
 
 def require(module: ModuleType, name: str) -> Any:
@@ -52,6 +60,29 @@ def within(seconds: float, what: str, function: Callable[[], T]) -> T:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def relative_str(path: Path) -> str:
+    """`path` in the other form a `Path | str` contract promises: a str, relative to the working directory (the
+    absolute str where there is no relative one: on Windows, another drive)."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def in_promised_type(call: Callable[[Any], T], given: Any, usual: Any, what: str, instead: str, promise: str) -> T:
+    """`call(given)`, where `given` is an argument in another type its contract promises than `usual`, the one the
+    other checks pass. When that raises and `call(usual)` does not, fail saying so: `what` names the call and the type
+    given, `instead` the usual type, `promise` what the contract takes. When both raise, the usual one's error is the
+    learner's to see, as without this check."""
+    try:
+        return call(given)
+    except (AssertionError, NotImplementedError):
+        raise
+    except Exception as err:
+        call(usual)
+        raise AssertionError(f"{what} raised {type(err).__name__}: {err}; {instead} it ran. {promise}") from None
 
 
 def _shm_entries() -> set[str]:
@@ -160,12 +191,13 @@ ANY_IMAGE_SAMPLES = 200
 
 
 def dataset_samples(split: str, count: int | None = None) -> list[Sample]:
-    """`count` samples of a split of the active dataset, spread evenly over its (sorted) files."""
+    """`count` samples of a split of the active dataset, spread evenly over its (sorted) files, a file of every kind
+    among them from `count` = the number of kinds up (`loaderlab.images.spread_samples`): a sampled check on a large
+    profile, where a kind is 1 file in 1,000, meets every kind."""
     samples = list_samples(dataset_dir() / split)
     if count is None or count >= len(samples):
         return samples
-    step = len(samples) / count
-    return [samples[int(i * step)] for i in range(count)]
+    return spread_samples(samples, count, file_encodings(dataset_dir(), split))
 
 
 def batch_layout(batches: list[tuple[np.ndarray, np.ndarray]], sample_count: int, batch_size: int,
@@ -200,4 +232,302 @@ def assert_near_reference_crops(images: Any, samples: list[Sample], setting: str
     assert np.mean(differences) <= mean_tolerance and differences[worst] <= worst_tolerance, (
         f"{setting}: pixels differ from the reference crop by {np.mean(differences):.2f} levels on average "
         f"(allowed {mean_tolerance}) and {differences[worst]:.2f} at worst (allowed {worst_tolerance}), worst at "
-        f"{samples[worst].path.name}. {how}")
+        f"{named(samples[worst].path)}.{beyond(differences, samples, worst_tolerance)}"
+        + ("" if far_kind(differences, samples, worst_tolerance) else f" {how}"))
+
+
+# ---- a CUDA code path graded on any machine -------------------------------------------------------------------
+
+COPIES_TO_THE_HOST = ("cpu", "numpy", "tolist", "item")  # tensor methods that bring a device tensor's data back
+
+
+def tensors_in(value: Any) -> Iterator[Any]:
+    """Every tensor in `value` (a tensor, or tuples, lists and dicts of them, nested)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from tensors_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from tensors_in(item)
+
+
+class NotFollowed(Exception):
+    """The graded code used a part of torch.cuda that exists but that `CudaStandIn` does not follow (its name)."""
+
+
+class CudaStandIn:
+    """CUDA as the learner's code sees it, run on the CPU, for checks that grade a CUDA code path on any machine.
+
+    torch.cuda's streams, events, current_stream, stream(), synchronize and is_available are replaced by stand-ins
+    (their waits wait for nothing: nothing runs asynchronously here); a tensor bound for "cuda" stays on the CPU,
+    copied as a device copy would be, and is marked as on the device, as is everything computed from it; copying
+    such a tensor back to the host (cpu(), numpy(), tolist(), item(), to("cpu")) is recorded in `copied_back`;
+    pin_memory() marks its copy as pinned; record_stream takes only a stream. A stand-in's attribute that the real
+    class lacks raises AttributeError, as on a GPU; one that the real class has and the stand-in does not follow
+    raises NotFollowed. Entered in the thread that runs the code (a torch function mode is per thread); everything
+    is put back on leaving. `on_cuda_stand_in` runs code under it and says what its errors mean.
+    """
+
+    def __init__(self, ex: ModuleType) -> None:
+        import torch
+        from torch.overrides import TorchFunctionMode
+
+        self.ex, self.torch = ex, torch
+        self.pinned: dict[int, weakref.ref] = {}
+        self.on_device: dict[int, weakref.ref] = {}
+        self.copied_back: list[str] = []  # how each tensor on the device came back to the host
+        stand_in = self
+
+        def missing(kind: str, real: type, name: str) -> None:
+            if name.startswith("__") or not hasattr(real, name):
+                raise AttributeError(f"'{kind}' object has no attribute {name!r}")
+            raise NotFollowed(f"{kind}.{name}")
+
+        class Stream:
+            """torch.cuda.Stream on the CPU: nothing runs asynchronously, so its waits wait for nothing."""
+
+            def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
+                self.device, self.priority = torch.device("cuda") if device is None else device, priority
+
+            def wait_stream(self, stream: Any) -> None:
+                stand_in.expect(stream, Stream, "wait_stream", "a torch.cuda.Stream")
+
+            def wait_event(self, event: Any) -> None:
+                stand_in.expect(event, Event, "wait_event", "a torch.cuda.Event")
+
+            def record_event(self, event: Any = None) -> Any:
+                event = Event() if event is None else event
+                event.record(self)
+                return event
+
+            def synchronize(self) -> None:
+                pass
+
+            def query(self) -> bool:
+                return True
+
+            @property
+            def cuda_stream(self) -> int:
+                return id(self)
+
+            def __enter__(self) -> Stream:
+                stand_in.streams.append(self)
+                return self
+
+            def __exit__(self, *exc_info: object) -> None:
+                stand_in.streams.pop()
+
+            def __getattr__(self, name: str) -> Any:
+                missing("torch.cuda.Stream", stand_in.real["Stream"], name)
+
+        class Event:
+            """torch.cuda.Event on the CPU: recorded and waited for at once."""
+
+            def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+                self.enable_timing = enable_timing
+
+            def record(self, stream: Any = None) -> None:
+                stand_in.expect(stream, (Stream, type(None)), "Event.record", "a torch.cuda.Stream or None")
+
+            def wait(self, stream: Any = None) -> None:
+                stand_in.expect(stream, (Stream, type(None)), "Event.wait", "a torch.cuda.Stream or None")
+
+            def query(self) -> bool:
+                return True
+
+            def synchronize(self) -> None:
+                pass
+
+            def elapsed_time(self, end_event: Any) -> float:
+                stand_in.expect(end_event, Event, "Event.elapsed_time", "a torch.cuda.Event")
+                return 0.0
+
+            def __getattr__(self, name: str) -> Any:
+                missing("torch.cuda.Event", stand_in.real["Event"], name)
+
+        class StreamContext:
+            def __init__(self, stream: Any) -> None:
+                stand_in.expect(stream, (Stream, type(None)), "torch.cuda.stream", "a torch.cuda.Stream or None")
+                self.stream = stream
+
+            def __enter__(self) -> Any:
+                stand_in.streams.append(self.stream or stand_in.streams[-1])
+                return self.stream
+
+            def __exit__(self, *exc_info: object) -> None:
+                stand_in.streams.pop()
+
+        class DeviceContext:
+            def __init__(self, device: Any) -> None:
+                pass
+
+            def __enter__(self) -> None:
+                return None
+
+            def __exit__(self, *exc_info: object) -> None:
+                pass
+
+        def current_stream(device: Any = None) -> Stream:
+            return stand_in.streams[-1]
+
+        def default_stream(device: Any = None) -> Stream:
+            return stand_in.streams[0]
+
+        def set_stream(stream: Any) -> None:
+            stand_in.expect(stream, Stream, "torch.cuda.set_stream", "a torch.cuda.Stream")
+            stand_in.streams[-1] = stream
+
+        self.streams: list[Stream] = [Stream()]  # the caller's stream first, then any made current
+        self.fakes = {"Stream": Stream, "Event": Event, "stream": StreamContext, "device": DeviceContext,
+                      "current_stream": current_stream, "default_stream": default_stream, "set_stream": set_stream,
+                      "synchronize": lambda device=None: None, "is_available": lambda: True,
+                      "device_count": lambda: 1, "current_device": lambda: 0}
+        self.real = {name: getattr(torch.cuda, name) for name in self.fakes}
+
+        def record_stream(tensor: Any, stream: Any) -> None:
+            stand_in.expect(stream, Stream, "Tensor.record_stream", "a torch.cuda.Stream")
+
+        self.record_stream, self.real_record_stream = record_stream, torch.Tensor.record_stream
+
+        class OnTheCpu(TorchFunctionMode):
+            def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+                return stand_in.call(func, args, kwargs or {})
+
+        self.mode = OnTheCpu()
+
+    def expect(self, value: Any, kind: type | tuple[type, ...], where: str, what: str) -> None:
+        """A TypeError, as torch would raise, when `value` is not what `where` takes."""
+        if not isinstance(value, kind):
+            raise TypeError(f"{where}() takes {what}, got {type(value).__name__}")
+
+    def _is(self, device: Any, kind: str) -> bool:
+        """Whether `device` (a torch.device, a str, or an int as .to() takes one for CUDA) names `kind`."""
+        if isinstance(device, self.torch.device):
+            return device.type == kind
+        if isinstance(device, str):
+            return device.split(":")[0] == kind
+        return kind == "cuda" and isinstance(device, int) and not isinstance(device, bool)
+
+    @staticmethod
+    def _mark(marks: dict[int, weakref.ref], tensor: Any) -> Any:
+        marks[id(tensor)] = weakref.ref(tensor)
+        return tensor
+
+    @staticmethod
+    def _marked(marks: dict[int, weakref.ref], tensor: Any) -> bool:
+        entry = marks.get(id(tensor))
+        return entry is not None and entry() is tensor
+
+    def mark_pinned(self, tensor: Any) -> Any:
+        """`tensor`, from now on pinned as far as is_pinned() says."""
+        return self._mark(self.pinned, tensor)
+
+    def is_pinned(self, tensor: Any) -> bool:
+        return self._marked(self.pinned, tensor)
+
+    def mark_on_device(self, tensor: Any) -> Any:
+        """`tensor`, from now on on the device (and what is computed from it)."""
+        return self._mark(self.on_device, tensor)
+
+    def is_on_device(self, tensor: Any) -> bool:
+        return self._marked(self.on_device, tensor)
+
+    def call(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A torch call as it would be made on a GPU, made on the CPU."""
+        name = getattr(func, "__name__", "")
+        if name == "pin_memory":
+            return self.mark_pinned(args[0].clone())
+        if name == "is_pinned":
+            return self.is_pinned(args[0])
+        if name == "cuda":
+            return self.mark_on_device(args[0].clone())
+        from_device = any(self.is_on_device(t) for t in tensors_in((args, kwargs)))
+        to_host = name in COPIES_TO_THE_HOST or self._is(kwargs.get("device"), "cpu") or (
+            name == "to" and any(self._is(arg, "cpu") for arg in args[1:]))
+        if from_device and to_host:
+            self.copied_back.append(f"{name}()")
+        pin = bool(kwargs.pop("pin_memory", False))
+        moved = self._is(kwargs.get("device"), "cuda")
+        if moved:
+            kwargs["device"] = "cpu"
+        if name == "to":
+            for index, arg in enumerate(args[1:], start=1):
+                if self._is(arg, "cuda"):
+                    args, moved = (*args[:index], "cpu", *args[index + 1:]), True
+                    break
+        result = func(*args, **kwargs)
+        if (moved or (from_device and to_host)) and result is args[0]:
+            result = result.clone()  # a copy to the device, or back to the host, is a new tensor
+        for tensor in tensors_in(result):
+            if pin:
+                self.mark_pinned(tensor)
+            if moved or (from_device and not to_host):
+                self.mark_on_device(tensor)
+        return result
+
+    def __enter__(self) -> CudaStandIn:
+        import torch
+
+        for name, fake in self.fakes.items():
+            setattr(torch.cuda, name, fake)
+        named = {id(real): name for name, real in self.real.items()}  # `from torch.cuda import Stream` in the module
+        self.rebound = {attr: named[id(value)] for attr, value in vars(self.ex).items() if id(value) in named}
+        for attr, name in self.rebound.items():
+            setattr(self.ex, attr, self.fakes[name])
+        torch.Tensor.record_stream = self.record_stream
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        import torch
+
+        self.mode.__exit__(*exc_info)
+        torch.Tensor.record_stream = self.real_record_stream
+        for attr, name in self.rebound.items():
+            setattr(self.ex, attr, self.real[name])
+        for name, real in self.real.items():
+            setattr(torch.cuda, name, real)
+
+
+def _where_in(module: ModuleType, err: BaseException) -> str:
+    """' (line N of the learner's file: the line)' for the innermost frame of `err` in `module`'s file."""
+    mine = Path(module.__file__).resolve()
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename).resolve() == mine]
+    return f" (line {frames[-1].lineno} of {mine.name}: {frames[-1].line})" if frames else ""
+
+
+def on_cuda_stand_in(ex: ModuleType, setting: str, function: Callable[[CudaStandIn], T],
+                     seconds: float = 60) -> tuple[T, CudaStandIn]:
+    """Run `function(stand_in)` under a `CudaStandIn` for the learner's module `ex` (within `seconds`): its result and
+    the stand-in. A call of something torch lacks, or with what it does not take (AttributeError, NameError,
+    ImportError, TypeError), fails with the line; a part of CUDA the stand-in does not follow makes the check
+    skipped (NotGradedHere: a GPU grades it); a NotImplementedError (a TODO) goes through."""
+    stand_in = CudaStandIn(ex)
+
+    def run() -> T:
+        with stand_in:
+            return function(stand_in)
+
+    try:
+        return within(seconds, setting, run), stand_in
+    except NotFollowed as err:
+        raise NotGradedHere(
+            f"{setting}: your CUDA code uses {err}, which torch has but this CPU stand-in does not follow; it is "
+            "graded on a machine with a CUDA GPU") from None
+    except (AttributeError, NameError, ImportError, TypeError) as err:
+        raise AssertionError(
+            f"{setting}: your CUDA code raised {type(err).__name__}: {err}{_where_in(ex, err)}. On a machine with a "
+            "GPU that line runs and fails the same way: it calls something torch does not have, or calls it with "
+            "what it does not take. torch.cuda.Stream has wait_stream(stream), wait_event(event), record_event(), "
+            "synchronize() and query(); torch.cuda.Event has record(stream), wait(stream), synchronize() and "
+            "query(); a tensor has pin_memory(), is_pinned() and record_stream(stream).") from None
+    except (RuntimeError, AssertionError) as err:
+        if "CUDA" not in str(err) and "NVIDIA" not in str(err):
+            raise
+        raise NotGradedHere(
+            f"{setting}: your CUDA code reached a part of CUDA this CPU stand-in does not follow ({err}); it is "
+            "graded on a machine with a CUDA GPU") from None

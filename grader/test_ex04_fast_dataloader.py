@@ -10,16 +10,18 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 
 @pytest.mark.step(1, "one cheap sample")
 def test_one_sample_matches_the_reference(grade):
-    """CenterCropDataset(root) has one sample per image; item i is (uint8 (3, 224, 224) tensor, int label) in file
-    order, within 2.0 levels on average (6.0 for any image) of the reference 256-resize + 224 centre crop, over every
-    training image of ci (200, spread evenly, on larger profiles)."""
+    """CenterCropDataset(root), root given as a str relative to the working directory, has one sample per image;
+    item i is (uint8 (3, 224, 224) tensor, int label) in file order, within 2.0 levels on average (6.0 for any image)
+    of the reference 256-resize + 224 centre crop, over every training image of ci (200, spread evenly, on larger
+    profiles)."""
     grade()
 
 
 @pytest.mark.step(2, "the loader")
 def test_batches_match_reference(grade):
     """Batches are uint8 (N, 3, 224, 224) tensors with int64 labels, in file order, the last partial batch kept, with
-    batch_size=16 and num_workers=0 and with batch_size=9 and num_workers=2; pixels as in step 1."""
+    batch_size=16 and num_workers=0 (root a Path) and with batch_size=9 and num_workers=2 (root a relative str);
+    pixels as in step 1."""
     grade()
 
 

@@ -23,7 +23,8 @@ def test_single_candidate_is_returned(grade):
 @pytest.mark.step(2, "the choice")
 def test_smallest_within_five_percent_on_clean_curves(grade):
     """On noiseless curves (a knee, a peak, a plateau, a 4% gap, unsorted and duplicated candidates, tolerance 0.1
-    and 0): the smallest count within the tolerance of the best, not the fastest."""
+    and 0; candidates as a list, a range and a tuple of NumPy integers): the smallest count within the tolerance of
+    the best, not the fastest."""
     grade()
 
 

@@ -10,14 +10,15 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 @pytest.mark.step(1, "weights")
 def test_sample_weights_are_per_sample(grade):
     """sample_weights gives one weight per sample, 1 / (samples in its class), so every class carries the same total;
-    for any labels (not only 0..C-1, not only sorted)."""
+    for any labels (not only 0..C-1, not only sorted), in a list or a tuple."""
     grade()
 
 
 @pytest.mark.step(2, "balanced epochs")
 def test_batches_have_the_right_layout(grade):
     """Batches are (uint8 (N, 3, 224, 224), int64 (N,)) tensors; epoch_length=21, batch_size=4 gives 4, 4, 4, 4, 4, 1
-    (and batch_size=5 gives 5, 5, 5, 5, 1); num_workers=None builds usable_cores() workers, 1 and 3 are kept."""
+    (and batch_size=5 gives 5, 5, 5, 5, 1, with split_dir a relative str); num_workers=None builds usable_cores()
+    workers, 1 and 3 are kept."""
     grade()
 
 

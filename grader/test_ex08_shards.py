@@ -9,15 +9,17 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 
 @pytest.mark.step(1, "write shards")
 def test_shard_sizes_near_the_target(grade):
-    """For targets from smaller than one sample to larger than the dataset: shards land in out_dir, in sortable order,
-    none empty, every one but the last within one sample (plus the format's own bytes) of the target."""
+    """For targets from smaller than one sample to larger than the dataset (root and out_dir given as Paths, and for
+    one target as relative strs): shards land in out_dir, in sortable order, none empty, every one but the last within
+    one sample (plus the format's own bytes) of the target."""
     grade()
 
 
 @pytest.mark.step(2, "read them back in order")
 def test_round_trip_keeps_bytes_and_labels(grade):
     """shuffle=False in one process: every sample written comes back once, in written order, its bytes identical (sha256)
-    and its label right, again on a second pass, with decode applied; also with one sample per shard and with one shard."""
+    and its label right, again on a second pass, with decode applied; also with one sample per shard and with one shard
+    (out_dir given as a relative str)."""
     grade()
 
 

@@ -1,6 +1,6 @@
 """Exercise 09: a device prefetcher. Correctness first, on every machine (the values, what crosses the bus, the
-look-ahead, errors and close); then, with a CUDA GPU only, stream hygiene and the timed overlap (skipped, with the
-reason, elsewhere)."""
+look-ahead, errors and close, and the CUDA branch run against a CPU stand-in of CUDA); then, with a CUDA GPU only,
+stream hygiene and the timed overlap (skipped, with the reason, elsewhere)."""
 
 import pytest
 
@@ -34,28 +34,37 @@ def test_loader_errors_surface_and_close_stops_it(grade):
     grade()
 
 
-@pytest.mark.step(3, "streams (CUDA only)")
+@pytest.mark.step(3, "the CUDA branch, on a CPU stand-in")
+def test_cuda_branch_runs_on_a_cpu_stand_in(grade):
+    """On every machine: the CUDA branch, run against a CPU stand-in of torch.cuda (streams, events, pinned and
+    non_blocking copies, record_stream), calls only what torch has, as it takes it, and hands over every batch as the
+    contract's normalisation gives it (device 'cuda' and torch.device('cuda'), depth 2 and 3, batches arriving pinned
+    or not). Whether the copies overlap, race or outlive their readers needs a GPU (steps 4 and 5)."""
+    grade()
+
+
+@pytest.mark.step(4, "streams (CUDA only)")
 @pytest.mark.cuda_only
 def test_copies_are_asynchronous_from_pinned_memory(grade):
     """CUDA: every copy comes from pinned memory, with non_blocking=True, on a stream other than the caller's."""
     grade()
 
 
-@pytest.mark.step(3, "streams (CUDA only)")
+@pytest.mark.step(4, "streams (CUDA only)")
 @pytest.mark.cuda_only
 def test_no_race_under_cuda_sanitizer(grade):
     """CUDA: PyTorch's CUDA sanitizer finds no unsynchronised access between the side stream and the caller's."""
     grade()
 
 
-@pytest.mark.step(3, "streams (CUDA only)")
+@pytest.mark.step(4, "streams (CUDA only)")
 @pytest.mark.cuda_only
 def test_buffers_outlive_the_compute_that_reads_them(grade):
     """CUDA: a batch dropped while the caller's kernels on it are still queued is not overwritten by the next copy."""
     grade()
 
 
-@pytest.mark.step(4, "speed (CUDA only)")
+@pytest.mark.step(5, "speed (CUDA only)")
 @pytest.mark.throughput
 @pytest.mark.timeout_s(300)
 @pytest.mark.cuda_only

@@ -1,6 +1,6 @@
 """Exercise 10: decoding on the device. Correctness first, on every machine (bytes from the shards, pixels, one decode
-call per batch, the loader, bad shards); then, with a CUDA GPU only, the speed against CPU workers (skipped, with the
-reason, elsewhere)."""
+call per batch, crops kept where they were decoded on a CPU stand-in of CUDA, the loader, bad shards); then, with a
+CUDA GPU only, the speed against CPU workers (skipped, with the reason, elsewhere)."""
 
 import pytest
 
@@ -28,6 +28,14 @@ def test_decoded_crops_match_reference(grade):
 @pytest.mark.step(2, "decode and crop on the device")
 def test_decodes_each_batch_in_one_call(grade):
     """decode_batch decodes a batch in one call of loaderlab.device.decode_jpegs, never one image per call."""
+    grade()
+
+
+@pytest.mark.step(2, "decode and crop on the device")
+def test_crops_stay_on_the_device(grade):
+    """On every machine, against a CPU stand-in of CUDA: decode_batch asked for 'cuda' or torch.device('cuda', 0)
+    crops every image where it was decoded (nothing comes back to the host: no cpu(), numpy(), tolist(), item() or
+    to('cpu') of a decoded image) and returns uint8 (N, 3, 224, 224) on that device."""
     grade()
 
 

@@ -44,8 +44,9 @@ def test_real_ranks_train_in_lockstep(grade):
 # Under spawn: the ranks import this exercise by name and gather as in real_ranks_train_in_lockstep.
 @pytest.mark.spawn_covered_by("real_ranks_train_in_lockstep")
 def test_exact_mean_over_real_ranks(grade):
-    """On 2 ranks over 7 samples, 3 over 11 and 3 over 2 (one rank with no scores), exact_mean of the evaluation shares' scores is the mean over all
-    samples, each counted once, on every rank (within 1e-6), and a miss says whether it was a mean of means."""
+    """On 2 ranks over 7 samples, 3 over 11 (the scores in a tuple) and 3 over 2 (one rank with no scores), exact_mean
+    of the evaluation shares' scores is the mean over all samples, each counted once, on every rank (within 1e-6), and
+    a miss says whether it was a mean of means."""
     grade()
 
 

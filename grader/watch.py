@@ -3,7 +3,8 @@
 It grades once at the start, then polls the exercise file's modification time (no extra package) and
 grades again after each save: that exercise's checks only, correctness before timed ones (the grader's
 order), stopping at the first failure, which it prints with its hint. Ctrl-C stops it. The results are
-merged into the same file `make grade` writes, so `make progress` sees them.
+merged into the same file `make grade` writes (check by check: the checks after the first failure keep their last
+grade), so `make progress` sees them; another --target's go to a file of its own, as with `pytest grader/`.
 
 Options for scripts and tests: --target (the folder holding the exercise), --results, --max-gradings N
 (stop after N gradings), --correctness-only (skip the timed checks).
@@ -21,8 +22,9 @@ from pathlib import Path
 
 from grader.catalog import Exercise, find
 from grader.hints import hint_for_check, next_hint_command
-from grader.results import NOT_STARTED, PASS, read_results
-from loaderlab.paths import GRADER_DIR, REPO_ROOT
+from grader.results import (NOT_STARTED, PASS, SKIPPED, exercise_status, read_results, results_file, saved_results,
+                            short_reason)
+from loaderlab.paths import REPO_ROOT
 
 POLL_S = 0.5
 SETTLE_S = 0.2     # an editor may write a file in several goes: wait until it stops changing
@@ -53,21 +55,23 @@ def grade_once(exercise: Exercise, target: Path, results: Path, correctness_only
 
 
 def verdict(exercise: Exercise, entry: dict) -> list[str]:
-    """The first failing check with its message and hint, or how far this grading got."""
-    checks = entry.get("checks", [])
-    passed = sum(c.get("status") == PASS for c in checks)
-    failing = next((c for c in checks if c.get("status") != PASS), None)
+    """The first failing check with its message and hint, or the exercise's status (what was not graded here, why)."""
+    checks = saved_results(entry, exercise.name)
+    passed = sum(c.status == PASS for c in checks)
+    failing = next((c for c in checks if c.status not in (PASS, SKIPPED)), None)
     if failing is None:
-        timed = "" if any(c.get("timed") for c in checks) else " (timed checks not run)"
-        return [f"all {passed} checks that ran pass{timed}: {entry.get('status', '')}."]
-    where = f"step {failing.get('step')} ({failing.get('step_title')}), " if failing.get("step") else ""
-    lines = [f"{passed} check(s) pass; first failing: {where}`{failing.get('check')}` ({failing.get('status')})"]
-    lines += ["  " + line for line in str(failing.get("message", "")).strip().splitlines()]
-    if failing.get("status") == NOT_STARTED:  # no hint yet: where it is taught and where to act, nothing of the answer
+        skipped = [c for c in checks if c.status == SKIPPED]
+        why = "; ".join(dict.fromkeys(short_reason(c.message) for c in skipped))
+        return [f"{exercise_status(exercise.name, checks)}: all {passed} graded checks pass"
+                + (f"; {len(skipped)} not graded on this machine ({why})." if skipped else ".")]
+    where = f"step {failing.step} ({failing.step_title}), " if failing.step else ""
+    lines = [f"{passed} check(s) pass; first failing: {where}`{failing.check}` ({failing.status})"]
+    lines += ["  " + line for line in failing.message.strip().splitlines()]
+    if failing.status == NOT_STARTED:  # no hint yet: where it is taught and where to act, nothing of the answer
         taught = f"notebooks/{exercise.notebook}.ipynb teaches it; " if exercise.notebook else ""
         return lines + [f"  {taught}fill in the TODO named above and save."]
-    lines.append(f"  hint: {hint_for_check(exercise.name, str(failing.get('check')))}")
-    lines.append(f"  next level: {next_hint_command(exercise.name, str(failing.get('check')))}")
+    lines.append(f"  hint: {hint_for_check(exercise.name, failing.check)}")
+    lines.append(f"  next level: {next_hint_command(exercise.name, failing.check)}")
     return lines
 
 
@@ -105,15 +109,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("exercise", help="ex01 ... ex10 (a prefix of the exercise's name)")
     parser.add_argument("--target", type=Path, default=REPO_ROOT / "exercises",
                         help="folder holding the exercise module (default: exercises)")
-    parser.add_argument("--results", type=Path, default=GRADER_DIR / "results.json",
-                        help="where to merge the results (default: .grader/results.json)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="where to merge the results (default: .grader/results.json for your exercises/, "
+                             ".grader/targets/<folder>.json for another folder)")
     parser.add_argument("--max-gradings", type=int, default=None, help="stop after this many gradings")
     parser.add_argument("--correctness-only", action="store_true", help="skip the timed checks")
     args = parser.parse_args(argv)
     exercise = find(args.exercise)
     # Ctrl-C stops it even where it was started with SIGINT ignored (a background job, a pytest-xdist worker's child).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    watch(exercise, args.target.resolve(), args.results.resolve(), args.max_gradings, args.correctness_only)
+    target = args.target.resolve()
+    results = results_file(target, args.results.resolve() if args.results else None)
+    watch(exercise, target, results, args.max_gradings, args.correctness_only)
 
 
 if __name__ == "__main__":

@@ -169,7 +169,9 @@ def webdataset_library(setup: Setup) -> Iterable[Any]:
 
 def dali_cpu(setup: Setup) -> Iterable[Any]:
     """NVIDIA DALI's CPU pipeline, as its docs write it: file reader, decoders.image (cpu), resize_shorter=256
-    (linear, antialiased), crop_mirror_normalize to a uint8 CHW 224 crop; a thread per core, no GPU."""
+    (linear, antialiased), crop_mirror_normalize to a uint8 CHW 224 crop; a thread per core, no GPU. DALI 2's decoders
+    turn a file upright by its EXIF orientation unless told not to (`adjust_orientation`, True by default in DALI
+    2.2's documentation): the league's work keeps the pixels as stored (loaderlab.images), so it is turned off."""
     from nvidia.dali import fn, pipeline_def, types
 
     samples = list_samples(setup.root)
@@ -178,7 +180,7 @@ def dali_cpu(setup: Setup) -> Iterable[Any]:
     def pipeline():  # type: ignore[no-untyped-def]
         data, labels = fn.readers.file(files=[str(s.path) for s in samples], labels=[s.label for s in samples],
                                        random_shuffle=False, pad_last_batch=True, name="reader")
-        images = fn.decoders.image(data, device="cpu", output_type=types.RGB)
+        images = fn.decoders.image(data, device="cpu", output_type=types.RGB, adjust_orientation=False)
         images = fn.resize(images, resize_shorter=256, interp_type=types.INTERP_LINEAR, antialias=True)
         return fn.crop_mirror_normalize(images, crop=(CROP, CROP), dtype=types.UINT8, output_layout="CHW"), labels
 
@@ -204,7 +206,7 @@ def dali_roi(setup: Setup) -> Iterable[Any]:
     """NVIDIA DALI's ROI decoder on the CPU, as its docs write it: the file reader, fn.peek_image_shape (each image's
     size, from its header), fn.decoders.image_crop (cpu) decoding only the centre window that the 256 resize + 224
     crop keeps (a square of 224/256 of the short side), fn.resize of that window to 224 x 224 (linear, antialiased),
-    fn.transpose to CHW; a thread per core, no GPU."""
+    fn.transpose to CHW; a thread per core, no GPU; EXIF orientation not applied, as in `dali_cpu`."""
     from nvidia.dali import fn, math as dali_math, pipeline_def, types
 
     samples = list_samples(setup.root)
@@ -213,9 +215,10 @@ def dali_roi(setup: Setup) -> Iterable[Any]:
     def pipeline():  # type: ignore[no-untyped-def]
         data, labels = fn.readers.file(files=[str(s.path) for s in samples], labels=[s.label for s in samples],
                                        random_shuffle=False, pad_last_batch=True, name="reader")
-        shape = fn.peek_image_shape(data)  # (H, W, C)
+        shape = fn.peek_image_shape(data, adjust_orientation=False)  # (H, W, C) as stored
         side = fn.cast(dali_math.min(shape[0], shape[1]), dtype=types.FLOAT) * (CROP / RESIZE)
-        images = fn.decoders.image_crop(data, device="cpu", output_type=types.RGB, crop_w=side, crop_h=side)
+        images = fn.decoders.image_crop(data, device="cpu", output_type=types.RGB, crop_w=side, crop_h=side,
+                                        adjust_orientation=False)
         images = fn.resize(images, resize_x=CROP, resize_y=CROP, interp_type=types.INTERP_LINEAR, antialias=True)
         return fn.transpose(images, perm=[2, 0, 1]), labels
 
@@ -248,10 +251,17 @@ def opencv_threads(setup: Setup) -> Iterable[Any]:
     per usable core (cv2 releases the GIL), cv2.setNumThreads(1) so OpenCV's own pool does not fight the threads."""
     import cv2
 
+    return _opencv_crops(setup, cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION)
+
+
+def _opencv_crops(setup: Setup, flags: int) -> Iterable[Any]:
+    """`opencv_threads` with cv2.imdecode's `flags`."""
+    import cv2
+
     cv2.setNumThreads(1)
 
     def crop(path: Path) -> np.ndarray:
-        image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION)
+        image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), flags)
         if image is None:
             raise ValueError(f"{path}: cv2.imdecode could not decode it")
         width, height = short_side_size(image.shape[1], image.shape[0])
@@ -424,13 +434,19 @@ def decode_less_only(setup: Setup) -> Iterable[Any]:
     region, TensorFlow's decode_and_crop_jpeg) skips, in a baseline JPEG, the inverse DCT and colour conversion
     outside the window and every row below it (the rows above are still entropy-decoded; in a progressive JPEG all
     scans are, up front), and fast upsampling skips more; no library in the lock crops in the decoder on threads
-    without its own pipeline around it."""
+    without its own pipeline around it. A PNG (under a .jpg name: data_gen.encodings) has no DCT to scale: Pillow
+    decodes it whole."""
     import simplejpeg
+    from PIL import Image
 
-    from loaderlab.images import crop_window
+    from loaderlab.images import crop_window, file_kind
 
     def decode(path: Path) -> tuple[int, ...]:
         data = path.read_bytes()
+        if file_kind(data) == "png-named-jpg":  # no DCT to scale: decoded whole
+            with Image.open(io.BytesIO(data)) as image:
+                image.load()
+                return image.size
         height, width, _, _ = simplejpeg.decode_jpeg_header(data)
         left, _, right, _ = crop_window(width, height)
         scale = max(s for s in (1, 2, 4, 8) if s == 1 or (right - left) / s >= CROP)
@@ -453,6 +469,14 @@ def skips_the_crop(setup: Setup) -> Iterable[Any]:
             yield np.stack(images).transpose(0, 3, 1, 2), np.array([s.label for s in chunk])
 
     return _Reiterable(batches)
+
+
+def applies_exif_orientation(setup: Setup) -> Iterable[Any]:
+    """A planted peer for the gate's own test: OpenCV with imdecode's default for colour (IMREAD_COLOR_RGB alone), which
+    turns a file upright as its EXIF orientation tag says: a tagged file's crop shows other pixels than the reference's."""
+    import cv2
+
+    return _opencv_crops(setup, cv2.IMREAD_COLOR_RGB)
 
 
 class _Reiterable:
@@ -535,4 +559,6 @@ ENTRIES = [
 ]
 PLANTED = Entry("planted-skips-crop", "planted: resizes straight to 224 (no crop)", "league.entries:skips_the_crop",
                 requires=("PIL",))
-BY_NAME = {e.name: e for e in [*CEILINGS, *ENTRIES, PLANTED]}
+PLANTED_EXIF = Entry("planted-exif-upright", "planted: OpenCV's default decode, EXIF orientation applied",
+                     "league.entries:applies_exif_orientation", requires=("cv2",))
+BY_NAME = {e.name: e for e in [*CEILINGS, *ENTRIES, PLANTED, PLANTED_EXIF]}

@@ -5,8 +5,9 @@
 Every entry does the same work on the same images: read, decode, 256-short-side resize + 224 centre
 crop, batches of 64 (uint8 (N, 3, 224, 224) images and their labels). Before any timing, each entry
 passes the correctness gate in a process of its own: every sample once with its label, images
-224 x 224 x 3, and the pixels of a few images within the course's tolerance of
-`loaderlab.images.reference_crop` (the course's: 2.0 levels on average, 6.0 for any image). An
+224 x 224 x 3, and the pixels of a few images (24 spread over the pass, and a file of every kind of file in it:
+`data_gen.encodings`) within the course's tolerance of `loaderlab.images.reference_crop` (the course's: 2.0 levels
+on average, 6.0 for any image). An
 entry that does other work (a peer that skips the crop) is reported with the reason and not ranked;
 a learner's exercise that is still a stub reads "not started"; a peer that is not installed is
 listed with the command that adds it.
@@ -43,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, list_samples,
-                              mean_abs_difference, reference_crop)
+from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, beyond, file_encodings, file_kind,
+                              linked_split, list_samples, mean_abs_difference, named, reference_crop, spread_samples)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile, dataset_dir
 from loaderlab.tar_shards import sample_key, write_tar_shards
@@ -74,6 +75,8 @@ def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
     """Check one full pass against the reference; return a note on the layout and dtype, or raise GateFailure."""
     expected = {sample_key(s): i for i, s in enumerate(samples)}
     checked = set(np.linspace(0, len(samples) - 1, min(PIXEL_CHECKS, len(samples))).round().astype(int).tolist())
+    kinds = {file_kind(s.path.read_bytes()).split(" ")[0]: i for i, s in reversed(list(enumerate(samples)))}
+    checked |= set(kinds.values())  # the first file of every kind of file in the pass, whatever PIXEL_CHECKS picks
     seen: list[int] = []
     labels: dict[int, int] = {}
     differences: dict[int, float] = {}
@@ -118,9 +121,11 @@ def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
                           f"expected {samples[wrong[0]].label}", f"{len(wrong)} wrong labels")
     mean, worst = float(np.mean(list(differences.values()))), max(differences, key=differences.__getitem__)
     if mean > MEAN_TOLERANCE or differences[worst] > WORST_TOLERANCE:
+        compared = sorted(differences)
+        far = beyond([differences[i] for i in compared], [samples[i] for i in compared], WORST_TOLERANCE)
         raise GateFailure(f"pixels differ from the reference crop by {mean:.2f} levels on average (allowed "
                           f"{MEAN_TOLERANCE}) and {differences[worst]:.2f} at worst (allowed {WORST_TOLERANCE}, "
-                          f"{samples[worst].path.name}): not the 256 resize + 224 centre crop",
+                          f"{named(samples[worst].path)}): not the 256 resize + 224 centre crop.{far}",
                           f"pixels {mean:.2f} levels off (allowed {MEAN_TOLERANCE})" if mean > MEAN_TOLERANCE
                           else f"an image {differences[worst]:.2f} levels off (allowed {WORST_TOLERANCE})")
     return f"{'/'.join(sorted(dtypes))} {'/'.join(sorted(layouts))}, pixels {mean:.2f} off on average"
@@ -201,11 +206,10 @@ class Row:
 
 
 def league_samples(profile: str, images: int) -> list[Sample]:
-    """`images` samples of the profile's train split, evenly spaced over it (so every class is there)."""
-    samples = list_samples(dataset_dir(profile) / "train")
-    if images >= len(samples):
-        return samples
-    return [samples[i * len(samples) // images] for i in range(images)]
+    """`images` samples of the profile's train split, evenly spaced over it (so every class is there), a file of every
+    kind among them (`loaderlab.images.spread_samples`)."""
+    return spread_samples(list_samples(dataset_dir(profile) / "train"), images,
+                          file_encodings(dataset_dir(profile), "train"))
 
 
 def run_league(profile: str, rounds: int, images: int, names: list[str], log: Callable[[str], None] = print,

@@ -29,7 +29,7 @@ import torch
 from PIL import Image, UnidentifiedImageError
 
 from loaderlab.bench import Comparison
-from loaderlab.images import DECODE_ERRORS, CorruptImage
+from loaderlab.images import DECODE_ERRORS, CorruptImage, file_kind
 from loaderlab.machine import usable_cores
 
 # torchvision 0.29 marks its image decoders deprecated (TorchCodec supersedes them); they still work there.
@@ -107,10 +107,41 @@ def _torchvision_decode(tensors: list[torch.Tensor], device: torch.device) -> li
         return decode_jpeg(tensors, mode=ImageReadMode.RGB, device=device)
 
 
+def _raw(data: Bytes | torch.Tensor) -> bytes:
+    return data.numpy().tobytes() if isinstance(data, torch.Tensor) else bytes(data)
+
+
 def _pillow_decode(data: Bytes | torch.Tensor) -> torch.Tensor:
-    raw = data.numpy().tobytes() if isinstance(data, torch.Tensor) else bytes(data)
-    with Image.open(io.BytesIO(raw)) as image:
+    with Image.open(io.BytesIO(_raw(data))) as image:
         return torch.from_numpy(np.asarray(image.convert("RGB")).transpose(2, 0, 1).copy())
+
+
+def _decode_by_content(data: Bytes | torch.Tensor) -> torch.Tensor:
+    """Any image file (a PNG under a .jpg name, a CMYK JPEG) to RGB uint8 (3, H, W) on the CPU, its format read from
+    its bytes: torchvision's decode_image (the same pixels as the reference's Pillow on every kind of file the dataset
+    holds), else Pillow."""
+    if not _torchvision_decodes_on("cpu"):
+        return _pillow_decode(data)
+    from torchvision.io import ImageReadMode, decode_image
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*" + TORCHVISION_DEPRECATION, category=DeprecationWarning)
+        return decode_image(_as_tensor(data), mode=ImageReadMode.RGB)
+
+
+# Kinds of file (loaderlab.images.file_kind) that the JPEG decoders do not take in their one call: a PNG or anything
+# else that is not a JPEG (torchvision's decode_jpeg and nvJPEG refuse it) everywhere, and on CUDA a JPEG of four
+# components too: torchvision asks nvJPEG for RGB and never allows CMYK (the pinned torchvision 0.29.1's image
+# extension imports no nvjpegDecodeParamsSetAllowCMYK); what nvJPEG then does with an Adobe CMYK or YCCK file is
+# owed to a GPU run (docs/gpu-measurements-owed.md), so they decode on the CPU, as the reference does.
+NOT_A_JPEG_KINDS = ("png-named-jpg", "not an image")
+FOUR_COMPONENT_KINDS = ("adobe-cmyk", "adobe-ycck")
+
+
+def _in_the_batch(data: Bytes | torch.Tensor, on_cuda: bool) -> bool:
+    """Whether the JPEG decoder's one call takes this file; the others decode on the CPU by their content."""
+    kind = file_kind(_raw(data))
+    return kind not in NOT_A_JPEG_KINDS and not (on_cuda and kind in FOUR_COMPONENT_KINDS)
 
 
 @cache
@@ -223,20 +254,24 @@ def _find_broken(data: Sequence[Bytes | torch.Tensor], names: Sequence[str] | No
         try:
             _pillow_decode(item)
         except UnidentifiedImageError as err:
-            raise CorruptImage(_name(names, position), "not a JPEG (no image format recognised)") from err
+            raise CorruptImage(_name(names, position), "not an image (no image format recognised)") from err
         except DECODE_ERRORS as err:
-            raise CorruptImage(_name(names, position), f"not a decodable JPEG ({type(err).__name__}: {err})") from err
+            raise CorruptImage(_name(names, position), f"not a decodable image ({type(err).__name__}: {err})") from err
 
 
 def decode_jpegs(data: Sequence[Bytes | torch.Tensor], device: torch.device | str | None = None,
                  names: Sequence[str] | None = None) -> list[torch.Tensor]:
-    """Decode JPEGs (bytes, or 1-D uint8 CPU tensors) to RGB uint8 (3, H, W) tensors on `device`, in one call.
+    """Decode image files (bytes, or 1-D uint8 CPU tensors) to RGB uint8 (3, H, W) tensors on `device`, in one call.
 
-    On CUDA the whole list goes to nvJPEG at once (`torchvision.io.decode_jpeg(list, device=...)`), which decodes it
-    as one batch only on a GPU with the hardware JPEG engine and one image after another elsewhere (`nvjpeg_path`;
-    the call returns when the list is decoded either way); on the
-    CPU, torchvision's decoder, else Pillow; on other devices (MPS), the CPU decodes and the images are
-    copied. `jpeg_decoder(device)` says which. A sample that does not decode raises
+    On CUDA the list's JPEGs go to nvJPEG at once (`torchvision.io.decode_jpeg(list, device=...)`): on a GPU with the
+    hardware JPEG engine its baseline files are decoded as one batch and the others (progressive) one after another
+    by nvJPEG's hybrid decoder, which is how every file is decoded on a GPU without that engine (`nvjpeg_path`;
+    torchvision sorts them, `nvjpegDecodeBatchedSupported`); the call returns when the list is decoded either way.
+    On the CPU, torchvision's decoder, else Pillow; on other devices (MPS), the CPU decodes and the images are
+    copied. `jpeg_decoder(device)` says which. Files the JPEG decoder does not take (`_in_the_batch`: a PNG under a
+    .jpg name; on CUDA, CMYK and YCCK JPEGs) are decoded on the CPU by their content, as the reference does, and
+    copied. Every kind comes out as the reference's pixels (`loaderlab.images`): as stored (no EXIF orientation:
+    nvJPEG has none to apply), grayscale as three equal channels. A sample that does not decode raises
     `loaderlab.images.CorruptImage` naming it (`names[i]` where given, else its position).
     """
     device = torch.device(device) if device is not None else default_device()
@@ -247,11 +282,17 @@ def decode_jpegs(data: Sequence[Bytes | torch.Tensor], device: torch.device | st
     if names is not None and len(names) != len(data):
         raise ValueError(f"{len(names)} names for {len(data)} images")
     where = torch.device("cuda" if device.type == "cuda" and _torchvision_decodes_on("cuda") else "cpu")
+    batch = [n for n, item in enumerate(data) if _in_the_batch(item, where.type == "cuda")]
+    images: list[torch.Tensor] = [torch.empty(0)] * len(data)
     try:
-        if _torchvision_decodes_on("cpu") or where.type == "cuda":
-            images = _torchvision_decode([_as_tensor(item) for item in data], device if where.type == "cuda" else where)
+        if batch and (_torchvision_decodes_on("cpu") or where.type == "cuda"):
+            decoded = _torchvision_decode([_as_tensor(data[n]) for n in batch], device if where.type == "cuda" else where)
         else:
-            images = [_pillow_decode(item) for item in data]
+            decoded = [_pillow_decode(data[n]) for n in batch]
+        for n, image in zip(batch, decoded):
+            images[n] = image
+        for n in sorted(set(range(len(data))) - set(batch)):
+            images[n] = _decode_by_content(data[n]).to(device if where.type == "cuda" else where)
     except Exception as err:  # the decoders say little about which image: find it
         _find_broken(data, names, err)
         if where.type != "cuda":

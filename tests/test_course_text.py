@@ -39,3 +39,18 @@ def test_each_exercise_names_the_notebook_that_teaches_it() -> None:
         assert notebook, f"{hints_file.name}: no `notebook = ...`"
         path = REPO_ROOT / "notebooks" / f"{notebook.group(1)}.ipynb"
         assert path.is_file() and hints_file.stem in path.read_text(), f"{hints_file.name}: {path.name} does not teach it"
+
+
+def test_every_image_decoding_exercise_quotes_the_file_kinds_contract() -> None:
+    """Issue 33, section 5: one sentence, written once (loaderlab.images.FILE_KINDS_CONTRACT), in the contract of every
+    exercise that decodes images (the capstone's original script is its stub: tests/test_module_08.py)."""
+    from loaderlab.images import FILE_KINDS_CONTRACT
+
+    def words(text: str) -> str:
+        return " ".join(text.replace('"""', " ").split())
+
+    for name in ("ex01_profile_and_fix", "ex03_process_loader", "ex04_fast_dataloader", "ex07_tfdata_pipeline",
+                 "ex08_shards", "ex10_gpu_decode", "ex11_training_script"):
+        stub = (REPO_ROOT / "exercises" / f"{name}.py").read_text()
+        docstring = stub[:stub.index('"""', 3)]
+        assert words(FILE_KINDS_CONTRACT) in words(docstring), f"{name}'s contract does not quote FILE_KINDS_CONTRACT"

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -25,7 +26,9 @@ from data_gen import CLASSES, PROFILES, REPO_ROOT, default_out_dir
 from data_gen import build, cli
 from data_gen.build import DataGenError, MANIFEST_COLUMNS, build_dataset, read_manifest
 from data_gen.corrupt import KINDS
+from data_gen.encodings import BASELINE, ENCODINGS, ORIENTATIONS, assign_kinds, kind_counts
 from data_gen.render import BOUNDARY_SHORT_SIDES, planned_sizes
+from loaderlab.images import file_kind
 
 CI = PROFILES["ci"]
 
@@ -96,28 +99,67 @@ def _planned(row: dict) -> tuple[int, int] | None:
 def test_size_resolution_and_aspect(ci_data: Path, ci_rows: list[dict]) -> None:
     drawn = [r for r in ci_rows if r["status"] == "ok" and _planned(r) is None]
     mean_kb = sum(r["bytes"] for r in drawn) / len(drawn) / 1000
-    assert 90 <= mean_kb <= 130, mean_kb
+    assert 100 <= mean_kb <= 135, mean_kb
     mean_short = sum(min(r["width"], r["height"]) for r in drawn) / len(drawn)
     assert 400 <= mean_short <= 500, mean_short
     for r in drawn:
         long, short = max(r["width"], r["height"]), min(r["width"], r["height"])
         assert 1.33 <= long / short <= 1.78 and 300 <= short <= 600, r
-    for r in ci_rows:
-        if r["status"] == "ok":
-            with Image.open(ci_data / r["path"]) as im:
-                assert im.size == (r["width"], r["height"]) and im.format == "JPEG" and im.mode == "RGB"
+    modes = {"grayscale": "L", "adobe-cmyk": "CMYK", "adobe-ycck": "CMYK"}
+    for r in (r for r in ci_rows if r["status"] == "ok"):
+        with Image.open(ci_data / r["path"]) as im:
+            assert im.size == (r["width"], r["height"]), r
+            assert im.format == ("PNG" if r["encoding"] == "png-named-jpg" else "JPEG"), r
+            assert im.mode == modes.get(r["encoding"], "RGB"), r
     landscape = sum(r["width"] > r["height"] for r in drawn) / len(drawn)
     assert 0.55 <= landscape <= 0.85  # about 70% landscape, both orientations present
 
 
 def test_every_dct_scale_boundary_has_images_on_both_sides_in_both_orientations(ci_rows: list[dict]) -> None:
     planned = [r for r in ci_rows if _planned(r) is not None]
-    assert all((r["width"], r["height"]) == _planned(r) for r in planned)
-    sizes = {(r["width"], r["height"]) for r in planned}
+    assert all(sorted((r["width"], r["height"])) == sorted(_planned(r)) for r in planned)  # stored turned if tagged
+    sizes = {_planned(r) for r in planned}
     for short in BOUNDARY_SHORT_SIDES:
         orientations = {width > height for width, height in sizes if min(width, height) == short}
         assert orientations == {True, False}, f"short side {short}: landscape and portrait images expected"
     assert len(planned) <= 16, "a few planned sizes: ci stays small"
+
+
+def test_every_split_holds_every_kind_of_file_at_its_share(ci_rows: list[dict]) -> None:
+    for split in ("train", "val"):
+        rows = [r for r in ci_rows if r["split"] == split]
+        assert Counter(r["encoding"] for r in rows) == kind_counts(len(rows)), split
+        assert set(kind_counts(len(rows))) == set(ENCODINGS)
+    assert {r["encoding"] for r in ci_rows if r["split"] == "dirty"} == {BASELINE}
+    # at the workshop's size each kind takes its share (rounded), the baseline what is left
+    workshop = kind_counts(9000)
+    assert all(workshop[kind] == max(1, round(share * 9000)) for kind, share in ENCODINGS.items() if kind != BASELINE)
+    assert workshop[BASELINE] == 9000 - sum(count for kind, count in workshop.items() if kind != BASELINE)
+    with pytest.raises(ValueError, match="cannot hold one file of each"):
+        kind_counts(len(ENCODINGS) - 1)
+
+
+def test_each_file_is_the_kind_the_manifest_says(ci_data: Path, ci_rows: list[dict]) -> None:
+    """The header of every valid file says what the manifest says (loaderlab.images.file_kind reads it)."""
+    for r in ci_rows:
+        if r["status"] != "ok":
+            continue
+        tagged = r["encoding"] == "exif-orientation"
+        assert (r["orientation"] != 0) == tagged, r
+        expected = f"exif-orientation {r['orientation']}" if tagged else r["encoding"]
+        assert file_kind((ci_data / r["path"]).read_bytes()) == expected, r
+    tagged = [r["orientation"] for r in ci_rows if r["split"] == "train" and r["encoding"] == "exif-orientation"]
+    assert sorted(tagged) == sorted(ORIENTATIONS), "ci's training split holds every orientation value 2-8 once"
+    adobe = {r["encoding"]: r for r in ci_rows if r["encoding"].startswith("adobe-")}
+    for encoding, transform in (("adobe-cmyk", 0), ("adobe-ycck", 2)):
+        with Image.open(ci_data / adobe[encoding]["path"]) as im:
+            assert im.info["adobe_transform"] == transform
+
+
+def test_kinds_are_placed_by_the_seed() -> None:
+    first = assign_kinds(200, np.random.default_rng([0, 0, build.KIND_STREAM]))
+    assert first == assign_kinds(200, np.random.default_rng([0, 0, build.KIND_STREAM]))
+    assert first != assign_kinds(200, np.random.default_rng([1, 0, build.KIND_STREAM]))
 
 
 def test_same_seed_same_bytes_whatever_the_workers(ci_rows: list[dict], tmp_path: Path) -> None:

@@ -17,9 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import hints, preload, quiz
-from grader.results import (CORRECT_UNTIMED, ERROR, FAIL, IN_PROGRESS, NOT_STARTED, NOT_TIMED, PASS, CheckResult,
-                            Measured, status_of, summary_lines, write_json)
+from grader import child, hints, preload, progress, quiz
+from grader.catalog import find
+from grader.learner_copy import write_copy
+from grader.results import (CORRECT_HERE, CORRECT_UNTIMED, DONE, ERROR, FAIL, IN_PROGRESS, LEARNER_RESULTS, NOT_RUN,
+                            NOT_STARTED, NOT_TIMED, OTHER_TARGETS, PARTLY_RUN, PASS, SKIPPED, CheckResult, Measured,
+                            read_results, results_file, status_of, summary_lines, write_json)
 from grader.runner import MEMORY_CAP_ENV, run_check
 from grader.support import SHM_DIR, pipe_traffic
 from loaderlab.machine import free_cores, usable_cores
@@ -222,16 +225,93 @@ def _result(exercise: str, check: str, status: str, **extra: object) -> CheckRes
     return CheckResult(exercise, check, status, **extra)
 
 
-def test_results_merge_exercise_by_exercise(tmp_path: Path) -> None:
+def test_results_merge_check_by_check(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     write_json([_result("ex01_profile_and_fix", "bottleneck_is_named", FAIL)], "exercises", path, "fork")
     write_json([_result("ex02_threaded_prefetch", "threaded_map_keeps_order", PASS)], "exercises", path, "spawn")
     write_json([_result("ex01_profile_and_fix", "bottleneck_is_named", PASS)], "exercises", path, "fork")
     exercises = json.loads(path.read_text())["exercises"]
-    assert set(exercises) == {"ex01_profile_and_fix", "ex02_threaded_prefetch"}
-    assert exercises["ex01_profile_and_fix"]["status"] == PASS, "the newest grade of an exercise wins"
+    assert set(exercises) == {"ex01_profile_and_fix", "ex02_threaded_prefetch"}, "grading one exercise keeps the others"
+    assert [c["status"] for c in exercises["ex01_profile_and_fix"]["checks"]] == [PASS], "the newest grade of a check wins"
+    assert exercises["ex01_profile_and_fix"]["status"] == PARTLY_RUN, "the exercise's other checks were never graded"
     assert exercises["ex02_threaded_prefetch"]["start_method"] == "spawn"
     assert {"when", "commit", "machine", "target"} <= set(exercises["ex02_threaded_prefetch"])
+    assert exercises["ex02_threaded_prefetch"]["checks"][0]["when"], "each check says when it was graded"
+
+
+def _every_check(exercise: str, status: str = PASS, **changed: str) -> list[CheckResult]:
+    """A result for every check the exercise declares, with its step and timing, some statuses changed by name."""
+    return [CheckResult(exercise, c.name, changed.get(c.name, status), step=c.step, step_title=c.step_title,
+                        timed=c.timed) for c in find(exercise).checks]
+
+
+def _progress_line(path: Path, exercise: str) -> str:
+    return next(line for line in progress.report(read_results(path)) if line.startswith(f"  {exercise} "))
+
+
+def test_a_run_of_some_checks_never_replaces_a_full_grade(tmp_path: Path) -> None:
+    """Issue 33: a passed capstone read "in progress" after `pytest -k` graded one of its checks. A subset (-k, -m,
+    watch's stop at the first failure) replaces the grades of the checks it ran, and only those."""
+    path, capstone = tmp_path / "results.json", find("ex11")
+    write_json(_every_check(capstone.name), "exercises", path, "fork")
+    assert read_results(path)["exercises"][capstone.name]["status"] == DONE
+    first = capstone.checks[0].name
+    write_json([_result(capstone.name, first, PASS)], "exercises", path, "fork")  # pytest -k <first>
+    assert read_results(path)["exercises"][capstone.name]["status"] == DONE
+    assert _progress_line(path, capstone.name).split()[1] == DONE
+    write_json([_result(capstone.name, first, NOT_STARTED)], "exercises", path, "fork")  # -k <first>, stub put back
+    assert read_results(path)["exercises"][capstone.name]["status"] == IN_PROGRESS, "the newest grade of that check"
+
+
+def test_a_skipped_check_keeps_a_grade_it_got_where_it_could_run(tmp_path: Path) -> None:
+    path, ex09 = tmp_path / "results.json", find("ex09")
+    write_json(_every_check(ex09.name), "exercises", path, "fork")  # graded on a GPU: done
+    cpu = _every_check(ex09.name, **{c.name: SKIPPED for c in ex09.checks if c.cuda_only})
+    write_json(cpu, "exercises", path, "fork")  # the same work graded again on a CPU
+    assert read_results(path)["exercises"][ex09.name]["status"] == DONE
+    fresh = tmp_path / "fresh.json"
+    write_json(cpu, "exercises", fresh, "fork")  # graded on a CPU only
+    assert read_results(fresh)["exercises"][ex09.name]["status"] == CORRECT_HERE
+
+
+def test_grades_of_another_folder_never_reach_the_learners_file(tmp_path: Path) -> None:
+    """Issue 33: grading a broken copy of exercise 09 with --target made `make progress` call it done. Only the
+    learner's exercises/ are graded into .grader/results.json; another folder's grades are kept apart, or go to
+    the file named with --results."""
+    mine = REPO_ROOT / "exercises"
+    assert results_file(mine) == LEARNER_RESULTS and results_file(mine, tmp_path / "r.json") == tmp_path / "r.json"
+    assert results_file(REPO_ROOT / "solutions") == OTHER_TARGETS / "solutions.json"
+    copy = tmp_path / "copy of ex09"
+    copy.mkdir()
+    assert results_file(copy).parent == OTHER_TARGETS and results_file(copy).name.endswith("copy-of-ex09.json")
+    assert results_file(copy, LEARNER_RESULTS) == results_file(copy), "--results naming the learner's file is refused"
+    assert results_file(copy, tmp_path / "elsewhere.json") == tmp_path / "elsewhere.json"
+
+
+def test_a_hand_out_saves_only_the_learners_grades_as_theirs(tmp_path: Path) -> None:
+    """In a learner's copy: grading exercises/ saves into .grader/results.json, grading a copied folder does not (it
+    says where its grades went), and the saved grade of exercises/ is unchanged."""
+    dest = tmp_path / "handout"
+    write_copy(dest)
+    env = os.environ | {"PYTHONPATH": str(dest)}
+    check = "prefetcher_yields_every_item_in_order"
+
+    def grade(*options: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "pytest", "grader/test_ex02_threaded_prefetch.py", "-k", check,
+                               "-p", "no:cacheprovider", *options], cwd=dest, capture_output=True, text=True, env=env,
+                              timeout=180)
+        return done.stdout + done.stderr
+
+    assert "results saved to " + str(dest / ".grader" / "results.json") in grade()
+    mine = (dest / ".grader" / "results.json").read_text()
+    broken = dest / "broken-copy"
+    broken.mkdir()
+    (broken / "ex02_threaded_prefetch.py").write_text("class ThreadedPrefetcher:\n    pass\n")
+    out = grade("--target", str(broken))
+    kept_apart = dest / ".grader" / "targets" / f"{str(broken.relative_to(dest))}.json"
+    assert f"results saved to {kept_apart} (the grades of broken-copy/, kept apart" in " ".join(out.split()), out
+    assert (dest / ".grader" / "results.json").read_text() == mine, "the learner's grades were overwritten"
+    assert read_results(kept_apart)["exercises"]["ex02_threaded_prefetch"]["checks"][0]["status"] == ERROR
 
 
 WRITER = textwrap.dedent("""
@@ -278,6 +358,109 @@ def test_summary_says_correct_but_untimed_when_timed_checks_were_deselected() ->
     assert CORRECT_UNTIMED in text and " pass " not in text
 
 
+def test_one_status_vocabulary_for_a_group_of_checks() -> None:
+    ran, skipped = _result("x", "a", PASS), _result("x", "b", SKIPPED, message="needs a CUDA GPU; it runs on one")
+    assert status_of([ran]) == DONE and status_of([ran, skipped]) == CORRECT_HERE and status_of([skipped]) == SKIPPED
+    assert status_of([ran], {"c": True}) == CORRECT_UNTIMED and status_of([ran], {"c": False}) == PARTLY_RUN
+    assert status_of([], {"c": True}) == NOT_RUN and status_of([skipped], {"c": True}) == NOT_RUN
+    assert status_of([skipped, _result("x", "c", FAIL)]) == FAIL
+
+
+def test_the_readme_names_every_status_the_grader_writes() -> None:
+    from grader.results import CHECK_STATUSES, GROUP_STATUSES, NOT_GRADED
+
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## How grading works"):text.index("## The league table")]
+    missing = [s for s in (*CHECK_STATUSES, *GROUP_STATUSES, NOT_GRADED) if f"`{s}`" not in " ".join(section.split())]
+    assert not missing, f"README's 'How grading works' does not name {missing}"
+
+
+CPU_REASON = ("needs a CUDA GPU and there is none here (torch 2.14.1, built with CUDA 13.0, sees no GPU); it runs on a "
+              "machine with an NVIDIA GPU")
+
+
+def _graded_on_a_cpu(exercise: str) -> list[CheckResult]:
+    """Every check of the exercise passed, its CUDA-only ones skipped with the reason, as a CPU grade saves them."""
+    cuda_only = {c.name for c in find(exercise).checks if c.cuda_only}
+    results = _every_check(exercise, **{name: SKIPPED for name in cuda_only})
+    for result in results:
+        result.message = CPU_REASON if result.check in cuda_only else ""
+    return results
+
+
+def test_a_cpu_grade_says_what_it_did_not_grade_and_why() -> None:
+    """Issue 33: on a CPU, exercise 09 read "passed what ran" with steps 4-5 left out and no reason, exercise 10
+    "correct; timing not run". Every step shows; a skipped one with its reason; neither exercise is "done"."""
+    ex09, ex10 = find("ex09"), find("ex10")
+    text = "\n".join(summary_lines(_graded_on_a_cpu(ex09.name) + _graded_on_a_cpu(ex10.name), "exercises/", 2))
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("ex")}
+    cuda_only = sum(c.cuda_only for c in ex09.checks)
+    assert f"{CORRECT_HERE} ({cuda_only} of {len(ex09.checks)} checks not graded here)" in rows[ex09.name], text
+    assert f"{CORRECT_HERE} (1 of {len(ex10.checks)} checks not graded here)" in rows[ex10.name], text
+    assert CORRECT_UNTIMED not in text and f" {DONE}" not in rows[ex09.name] + rows[ex10.name]
+    for number, title, checks in ex09.steps():
+        assert f"step {number}: {title}" in text, f"step {number} of ex09 is missing from the table"
+    assert text.count(f"not graded here: {CPU_REASON}") == 2, "the reason once per exercise, then 'as above'"
+    assert "not graded here: as above" in text
+    assert f"{ex09.name}: {cuda_only} checks (steps 4, 5) were not graded on this machine" in text
+
+
+def test_a_step_whose_checks_were_all_deselected_still_shows() -> None:
+    ex09 = find("ex09")
+    results = [r for r in _every_check(ex09.name) if not r.timed]
+    not_run = {ex09.name: {c.name: True for c in ex09.checks if c.timed}}
+    text = "\n".join(summary_lines(results, "exercises/", 2, not_run))
+    last = ex09.steps()[-1]
+    assert re.search(rf"step {last[0]}: {re.escape(last[1])}\s+{NOT_RUN}", text), text
+    assert CORRECT_UNTIMED in text
+
+
+def test_the_skip_reason_reaches_the_saved_grade_through_pytest(tmp_path: Path) -> None:
+    """The conftest's `cuda_only` skip is recorded with pytest's reason: in the table, in the results file."""
+    from loaderlab.device import cuda_missing_reason
+
+    reason = cuda_missing_reason()
+    if reason is None:
+        pytest.skip("this machine has a CUDA GPU: nothing is skipped")
+    results = tmp_path / "r.json"
+    done = subprocess.run([sys.executable, "-m", "pytest", "grader/test_ex09_device_prefetcher.py", "-k",
+                           "copies_are_asynchronous or overlap_beats", "-p", "no:cacheprovider", "--target",
+                           "solutions", "--results", str(results)], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert "2 skipped" in done.stdout and f"not graded here: {reason}" in done.stdout, done.stdout[-3000:]
+    saved = read_results(results)["exercises"]["ex09_device_prefetcher"]
+    assert {c["status"] for c in saved["checks"]} == {SKIPPED} and all(c["message"] == reason for c in saved["checks"])
+    assert saved["status"] == NOT_RUN, "two checks skipped, the others never run: nothing of it was graded"
+
+
+def test_a_skip_raised_in_the_grading_process_reaches_its_result() -> None:
+    """A CUDA-only check run outside pytest (no mark to skip it) reports itself skipped, with the reason."""
+    from loaderlab.device import cuda_missing_reason
+
+    reason = cuda_missing_reason()
+    if reason is None:
+        pytest.skip("this machine has a CUDA GPU: nothing is skipped")
+    result = run_check(REPO_ROOT / "solutions", "ex10_gpu_decode", "device_decode_beats_cpu_workers", timeout_s=120)
+    assert result.status == SKIPPED and result.message == reason and not result.output
+
+
+def test_the_graders_own_lines_are_kept_apart_from_the_learners_output() -> None:
+    """What a check prints (a comparison table, its settings) goes to the notes, what the learner's code prints to the
+    output that a failure shows under "your code printed"."""
+    import io
+
+    output, notes = io.StringIO(), io.StringIO()
+    stream = child.GraderLinesApart(output, notes)
+    grader_code = compile("print('candidate 10.0/s', file=stream)", str(REPO_ROOT / "grader" / "checks" / "x.py"), "exec")
+    learner_code = compile("print('my debug line', file=stream)", str(REPO_ROOT / "exercises" / "x.py"), "exec")
+    exec(grader_code, {"stream": stream})
+    exec(learner_code, {"stream": stream})
+    assert notes.getvalue() == "candidate 10.0/s\n" and output.getvalue() == "my debug line\n"
+    explained = CheckResult("x", "a", FAIL, "too slow", output=output.getvalue(), notes=notes.getvalue()).explain()
+    printed = explained.split("--- your code printed (last lines) ---")[1]
+    assert "my debug line" in printed and "candidate" not in printed and "candidate" in explained
+
+
 def test_summary_says_when_the_machine_was_busy() -> None:
     metrics = {"name": "loader", "candidate_ips": 10.0, "baseline_ips": 10.0, "ratio": 1.0, "target": 0.8,
                "cores": 2, "free_cores": 1.2, "passed": True}
@@ -287,10 +470,10 @@ def test_summary_says_when_the_machine_was_busy() -> None:
 
 
 def test_summary_shows_only_a_checks_first_hint_and_how_to_ask_for_the_next() -> None:
-    exercise, check = "ex11_training_script", "labels_follow_class_folders"
+    exercise, check = "ex11_training_script", "labels_change_when_the_split_moves"
     levels = hints.check_hints(exercise)[check]
     assert len(levels) >= 2
-    text = "\n".join(summary_lines([_result(exercise, check, FAIL, step=4, step_title="labels")], "exercises/", 2))
+    text = "\n".join(summary_lines([_result(exercise, check, FAIL, step=4, step_title="a split elsewhere")], "exercises/", 2))
     assert f"hint: {levels[0]}" in text
     assert not any(level in text for level in levels[1:]), "the levels that spell out the fix come on request only"
     assert f"next level: make hint EX=ex11 CHECK={check} LEVEL=2" in text
@@ -320,7 +503,7 @@ def test_make_hint_climbs_a_checks_levels_and_the_exercises() -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    check = "pin_memory_only_for_cuda"
+    check = "batches_pinned_for_the_wrong_device"
     levels = hints.check_hints("ex11_training_script")[check]
     for level, text in enumerate(levels, start=1):
         out = hint("EX=ex11", f"CHECK={check}", f"LEVEL={level}")
@@ -349,13 +532,13 @@ def test_summary_keeps_whole_step_names_and_shows_units_and_measured_figures() -
     stall = Measured("data stall, 10 batches (a short run)", 0.04, 0.3, at_most=True).to_dict()
     accuracy = Measured("val accuracy, 12 epochs (ci's short run)", 0.2, 0.25, at_most=False,
                         note="time to 25%: not reached").to_dict()
-    step = {"step": 6, "step_title": "device options and timing"}
-    results = [_result("ex11_training_script", "pin_memory_only_for_cuda", PASS, **step),
+    step = {"step": 8, "step_title": "the copy to the device"}
+    results = [_result("ex11_training_script", "batches_pinned_for_the_wrong_device", PASS, **step),
                _result("ex13_resumable_loading", "resume_beats_fast_forward", PASS, metrics=comparison, timed=True),
                _result("ex11_training_script", "data_stall_under_bound", PASS, metrics=stall, timed=True),
                _result("ex11_training_script", "accuracy_after_the_epoch_budget", FAIL, metrics=accuracy, timed=True)]
     text = "\n".join(summary_lines(results, "exercises/", 2))
-    assert "step 6: device options and timing" in text
+    assert "step 8: the copy to the device" in text
     assert "(samples/s)" in text
     assert "data stall, 10 batches (a short run)" in text and "4%  at most 30%" in text
     assert "val accuracy, 12 epochs (ci's short run)" in text and "too low" in text and "20% at least 25%" in text

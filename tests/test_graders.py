@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from grader import catalog
-from grader.results import BUSY_SHARE, FAIL, PASS
+from grader.results import BUSY_SHARE, FAIL, PASS, SKIPPED
 from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
@@ -141,7 +141,6 @@ def test_untouched_complete_stub_fails_each_check_for_its_reason(exercise: str) 
             continue
         assert result.status == FAIL, f"{check} on the stub: expected a coaching failure, got {result.explain()}"
         assert expected[check] in result.message, f"{check} failed the stub, but not for its planted reason: {result.message}"
-        assert "TODO" in result.message, f"{check}: the message should point at the TODO: {result.message}"
 
 
 @pytest.mark.parametrize("folder", CAUGHT)
@@ -172,9 +171,10 @@ def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
             continue
         assert result.status == FAIL and result.message.startswith("too slow"), result.explain()
         assert result.metrics and result.metrics["ratio"] < result.metrics["target"]
-        if planted.quiet:  # nothing that is not the learner's (a library's log lines) beside the table
-            lines = [line for line in result.output.splitlines() if line.strip()]
-            assert len(lines) == 2 and lines[0].startswith("candidate"), f"beyond the comparison table:\n{result.output}"
+        if planted.quiet:  # nothing that is not the learner's (a library's log lines), the table among the notes
+            assert not result.output.strip(), f"printed beside the comparison table:\n{result.output}"
+            lines = [line for line in result.notes.splitlines() if line.strip()]
+            assert len(lines) == 2 and lines[0].startswith("candidate"), f"beyond the comparison table:\n{result.notes}"
         return
     pytest.skip(f"{check} scales with the free cores, and the machine was busy in every run "
                 f"(free: {', '.join(busy)} of {usable_cores()}): the naive version cannot be told apart")
@@ -206,9 +206,9 @@ def test_correct_alternative_passes(folder: str) -> None:
     # alternative leaves nothing behind that another check could trip on; a rejection is rerun alone to confirm.
     results = run_checks_together(ALTERNATIVES / folder, alternative.exercise, checks, timeout_s=120 * len(checks))
     for check, result in results.items():
-        if result.status != PASS:
+        if result.status not in (PASS, SKIPPED):  # skipped: not gradable on this machine (a CUDA-only check)
             result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
-        assert result.status == PASS, f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
+        assert result.status in (PASS, SKIPPED), f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
 
 
 @pytest.mark.timing

@@ -15,7 +15,8 @@ import pytest
 
 from league import entries
 from league import table as league
-from loaderlab.images import linked_split, reference_crop
+from data_gen.encodings import ENCODINGS
+from loaderlab.images import file_kind, linked_split, reference_crop
 from loaderlab.tar_shards import sample_key
 from loaderlab.paths import REPO_ROOT
 
@@ -43,6 +44,19 @@ def test_gate_rejects_a_peer_that_skips_the_crop(setup: league.Setup) -> None:
     with pytest.raises(league.GateFailure, match="not the 256 resize \\+ 224 centre crop") as caught:
         league.gate(entries.skips_the_crop(setup), league.list_samples(setup.root), setup.batch_size)
     assert re.fullmatch(r"pixels [\d.]+ levels off \(allowed 2.0\)", caught.value.brief)  # the chart's label
+
+
+def test_the_league_and_its_gate_meet_every_kind_of_file(setup: league.Setup) -> None:
+    """The league's images (and so the gate's pixel checks, which take a file of every kind in the pass) hold a file
+    of every kind data_gen writes, however few images it takes."""
+    kinds = {file_kind(s.path.read_bytes()).split(" ")[0] for s in league.list_samples(setup.root)}
+    assert len(league.list_samples(setup.root)) == IMAGES and kinds == set(ENCODINGS)
+
+
+def test_gate_rejects_a_peer_that_applies_exif_orientation(setup: league.Setup) -> None:
+    with pytest.raises(league.GateFailure, match="Every one of them is of kind exif-orientation") as caught:
+        league.gate(entries.applies_exif_orientation(setup), league.list_samples(setup.root), setup.batch_size)
+    assert "(exif-orientation " in str(caught.value)
 
 
 def test_gate_rejects_wrong_labels_and_lost_samples(setup: league.Setup) -> None:

@@ -1,15 +1,16 @@
 """Module 08 (the capstone): the fixed parts in loaderlab.training, the frozen original the timed check compares
-against, the shipped script's TODOs, and `python -m grader.capstone` (make capstone) with its saved run."""
+against, the shipped script's TODO and the rule that its messages and first hints give symptoms only, and
+`python -m grader.capstone` (make capstone) with its saved run."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import subprocess
 import sys
 import time
-import tomllib
 
 import matplotlib
 
@@ -18,6 +19,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from grader import catalog  # noqa: E402
 from grader.checks import ex11_training_script as checks  # noqa: E402
 from loaderlab import training  # noqa: E402
 from loaderlab.paths import REPO_ROOT  # noqa: E402
@@ -33,50 +35,122 @@ def test_the_shipped_script_is_the_frozen_original() -> None:
         "(the timed check's baseline is the shipped script)")
 
 
-def test_every_planted_defect_has_its_todo() -> None:
-    tags = set(re.findall(r"TODO\((ex11[a-z])\)", STUB.read_text()))
-    assert tags == {f"ex11{letter}" for letter in "abcdefghij"}
+CHECKS = REPO_ROOT / "grader" / "checks" / "ex11_training_script.py"
+# What the capstone's learner must find alone: where each defect sits, its cause and its fix. None of these words may
+# appear in a failure message (any string of the checks module), in the stub's TODO, or in a first-level hint (the
+# grade summary shows it). Each is how a cause or a fix is written (an argument, a helper, a place in the code, a
+# rule), never how a symptom is observed: every message says what it saw without one. Found by writing the messages
+# and the TODO as symptoms, then grepping the former messages, TODOs and the solution for each defect's fix.
+WHERE_IT_SITS = ("TODO(ex11", "__init__", "__getitem__")  # a level-1 hint may say where to look, no more
+CAUSES_AND_FIXES = (
+    "pin_memory=", "persistent_workers", "persistent", "shuffle=", "worker_init_fn", "get_worker_info",
+    "usable_cores", "list_samples", "CorruptImage", "mean_std_on", "torch.randint", "torch.rand(", "np.random",
+    "default_rng", "numpy generator", "parent folder", "path string", "fixed position", "ToTensor", "Normalize",
+    "draft", "CLASS_POSITION", "collate", "start the clock", "Start the clock", "frozen", "drawn once", "exactly when",
+    "instead", "Let the error out", " must ", " should ",
+)
+# Further words a first-level hint and the TODO keep back (the earlier giveaways): a message may use them to describe
+# what it observed ("a torch.float32 tensor", "on a CUDA machine", "the centre 64x64").
+LEVEL_ONE_GIVEAWAYS = ("usable_cores", "persistent", "shuffle=True", "parent folder", "list_samples", "exactly when",
+                       "CUDA", "warmup_batches", "uint8", "centre crop", "torch.randint", "get_worker_info",
+                       "CorruptImage", "instead", "Let the error out", "Start the clock", "normalise", "float32",
+                       "drawn anew", "own stream")
 
 
-GIVEAWAYS = ("usable_cores", "persistent", "shuffle=True", "parent folder", "list_samples", "exactly when", "CUDA",
-             "warmup_batches", "uint8", "centre crop", "torch.randint", "get_worker_info", "CorruptImage", "instead",
-             "Let the error out", "Start the clock", "normalise", "float32", "drawn anew", "own stream")
-
-
-def _todo_comments(text: str) -> str:
-    """The text of the TODO comments of a module (each from its TODO line to the end of its comment block)."""
-    blocks, current = [], None
-    for line in text.splitlines():
-        comment = line.strip()[1:].strip() if line.strip().startswith("#") else None
-        if comment is not None and "TODO(" in comment:
+def _todo_blocks(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each TODO comment block of a module (from its TODO line to the block's end)."""
+    blocks: list[tuple[int, list[str]]] = []
+    current = None
+    for number, line in enumerate(text.splitlines(), 1):
+        comment = line.split("#", 1)[1].strip() if "#" in line else None
+        if comment is not None and "TODO" in comment:
             current = [comment]
-            blocks.append(current)
-        elif comment is not None and current is not None:
+            blocks.append((number, current))
+        elif comment is not None and current is not None and line.strip().startswith("#"):
             current.append(comment)
         else:
             current = None
-    return "\n".join(" ".join(block) for block in blocks)
+    return [(number, " ".join(lines)) for number, lines in blocks]
 
 
-def test_the_todos_give_symptoms_not_fixes() -> None:
-    """The capstone teaches diagnosis: a TODO says what the learner would see; the defect and its fix are hints."""
-    comments = _todo_comments(STUB.read_text())
-    assert comments.count("TODO(ex11") >= 10
-    for giveaway in GIVEAWAYS:
-        assert giveaway not in comments, f"a TODO of the capstone names its fix ({giveaway!r}): that belongs in the hints"
+def test_the_stub_has_one_todo_above_the_code_and_none_on_a_defective_line() -> None:
+    """One TODO block, after the imports and before the first definition, lists what to investigate; no TODO marks a
+    line of the code (a TODO beside a defect would be the answer's address)."""
+    text = STUB.read_text()
+    blocks = _todo_blocks(text)
+    assert len(blocks) == 1, f"the capstone has one TODO block at the top, not {len(blocks)}: {blocks}"
+    first_definition = next(number for number, line in enumerate(text.splitlines(), 1)
+                            if line.startswith(("class ", "def ", "CLASS_POSITION")))
+    assert blocks[0][0] < first_definition, "the TODO block sits above the code, not on a defective line"
+    steps = max(check.step for check in catalog.find("ex11_training_script").checks)
+    assert blocks[0][1].startswith(f"TODO(ex11) [steps 1-{steps}]:"), blocks[0][1][:80]
 
 
-def test_each_defect_has_hints_that_climb_from_a_nudge_to_the_fix() -> None:
-    from grader.hints import check_hints
+def test_the_todo_lists_symptoms_not_causes_or_fixes() -> None:
+    """The capstone teaches diagnosis: the TODO says what the learner would see and how to measure it."""
+    (_, block), = _todo_blocks(STUB.read_text())
+    block = block.split(":", 1)[1]  # after its own tag
+    for words in (*WHERE_IT_SITS, *CAUSES_AND_FIXES, *LEVEL_ONE_GIVEAWAYS):
+        assert words not in block, f"the capstone's TODO names a cause or a fix ({words!r}): that belongs in the hints"
+
+
+def _message_strings() -> list[str]:
+    """Every string of the checks module that is not a docstring: each failure message is made of them."""
+    tree = ast.parse(CHECKS.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_failure_message_names_where_the_defect_sits_its_cause_or_its_fix() -> None:
+    """The grader's messages give what was observed, with figures: the cause and the fix come from the hints, on
+    request. Every string of the checks module is read, so a message on any branch is held, not only the stub's."""
+    strings = _message_strings()
+    assert any("ended normally" in s for s in strings), "the scan must see the messages"
+    for words in (*WHERE_IT_SITS, *CAUSES_AND_FIXES):
+        offenders = [s for s in strings if words in s]
+        assert not offenders, f"an ex11 message names a cause or a fix ({words!r}): {offenders}"
+
+
+def _shingles(text: str, size: int = 8) -> set[tuple[str, ...]]:
+    words = re.findall(r"[\w']+", text.lower())
+    return {tuple(words[i:i + size]) for i in range(len(words) - size + 1)}
+
+
+def test_each_check_has_hints_that_climb_from_where_to_look_to_the_fix() -> None:
+    """Per check: where to look and how to measure (level 1, the one the grade summary shows: no cause, no fix), then
+    the cause, then the fix; no level repeats a failure message (no eight words in a row in common)."""
+    from grader.hints import all_hints, check_hints
 
     levels = check_hints("ex11_training_script")
-    for check in (c for c in levels if c in STUB_CHECKS):
-        assert len(levels[check]) >= 3, f"{check}: a nudge, the defect, then the fix"
-        for giveaway in GIVEAWAYS:
-            assert giveaway not in levels[check][0], f"{check}: the first hint gives away {giveaway!r}: start with a nudge"
+    assert set(levels) == {check.name for check in catalog.find("ex11_training_script").checks}
+    messages = set().union(*map(_shingles, _message_strings()))
+    for check, texts in levels.items():
+        assert len(texts) >= 3, f"{check}: where to look, the cause, then the fix"
+        for words in (*CAUSES_AND_FIXES, *LEVEL_ONE_GIVEAWAYS):
+            assert words not in texts[0], f"{check}: the first hint gives away {words!r}: where to look, how to measure"
+        for level, text in enumerate(texts, 1):
+            assert not _shingles(text) & messages, f"{check}: hint {level} repeats a failure message: {text}"
+    first = all_hints()["ex11_training_script"][0]
+    for words in (*CAUSES_AND_FIXES, *LEVEL_ONE_GIVEAWAYS):
+        assert words not in first, f"the exercise's first hint gives away {words!r}: it says how to diagnose"
 
 
-STUB_CHECKS = set(tomllib.loads((REPO_ROOT / "tests" / "stubs" / "ex11_training_script.toml").read_text())["fails"])
+def test_the_pin_check_words_a_cuda_machine_as_one(monkeypatch) -> None:
+    """Where CUDA is available the check looks at the batches themselves, and a loader that does not pin for a CUDA
+    device reads as pageable batches, not as the CPU's warning (a CUDA machine here is torch.cuda.is_available()
+    made true; its batches are pageable, as torch pins nothing without an accelerator)."""
+    from loaderlab import original_training_script
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)  # so that no loader tries to pin here
+    with pytest.raises(AssertionError) as failure:
+        checks.batches_pinned_for_the_wrong_device(original_training_script)
+    message = str(failure.value)
+    assert "'cuda'" in message or "cuda:0" in message or "type='cuda'" in message, message
+    assert "pageable memory" in message and "warned" not in message, message
 
 
 def test_a_run_round_trips_through_its_dict() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from grader.support import (ANY_IMAGE_SAMPLES, assert_near_reference_crops, batch_layout, child_processes,
-                            dataset_samples, no_leaks, require, within)
+                            dataset_samples, in_promised_type, no_leaks, relative_str, require, within)
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, mean_abs_difference,
@@ -40,6 +40,7 @@ SIGNATURE_BLOCKS = 8       # an image's signature: its mean colour over 8 x 8 bl
 # blocks of 16 keeps about 15/16 of the pairs; shuffling only inside each batch keeps a rank correlation near 0.98.
 MAX_NEIGHBOUR_SHARE = 0.2
 MAX_RANK_CORRELATION = 0.6
+ROOT_TYPES = "The contract takes root as a Path or a str, absolute or relative."
 # DataLoader's own words when an option meant for worker processes meets num_workers=0.
 WORKER_ONLY_OPTION_ERRORS = ("persistent_workers option needs num_workers > 0",
                              "prefetch_factor option could only be specified in multiprocessing",
@@ -71,7 +72,7 @@ def _setting(**options: Any) -> str:
     return "make_loader(root, " + ", ".join(f"{k}={v!r}" for k, v in options.items()) + ")"
 
 
-def _make(ex: ModuleType, root: Path, **options: Any) -> Any:
+def _make(ex: ModuleType, root: Path | str, **options: Any) -> Any:
     from torch.utils.data import DataLoader
 
     with _explained(_setting(**options)):
@@ -110,7 +111,7 @@ def _as_numpy(batches: list[Any], setting: str) -> list[tuple[np.ndarray, np.nda
 Batches = list[tuple[np.ndarray, np.ndarray]]
 
 
-def _epochs(ex: ModuleType, root: Path, epochs: int, setting: str, **options: Any) -> list[Batches]:
+def _epochs(ex: ModuleType, root: Path | str, epochs: int, setting: str, **options: Any) -> list[Batches]:
     """`epochs` epochs of one loader, as numpy batches; the loader (and any persistent worker) is gone after."""
 
     def run() -> list[Batches]:
@@ -203,7 +204,16 @@ def one_sample_matches_the_reference(ex: ModuleType) -> None:
 
     dataset_class = require(ex, "CenterCropDataset")
     with _subset(ANY_IMAGE_SAMPLES) as (root, samples):   # "6.0 for any image": every image of ci
-        dataset = within(30, "CenterCropDataset(root)", lambda: dataset_class(root))
+        given = relative_str(root)  # root as a str here, as a Path in make_loader's checks: the contract takes both
+
+        def dataset_and_first_item(folder: Path | str) -> Any:
+            dataset = within(30, "CenterCropDataset(root)", lambda: dataset_class(folder))
+            within(30, "CenterCropDataset(root)[0]", lambda: dataset[0])
+            return dataset
+
+        dataset = in_promised_type(dataset_and_first_item, given, root,
+                                   f"CenterCropDataset(root) with root the str {given!r}", "with root as a Path",
+                                   ROOT_TYPES)
         assert len(dataset) == len(samples), (
             f"len(CenterCropDataset(root)) is {len(dataset)}, but root holds {len(samples)} images: one sample per "
             "image file, as loaderlab.images.list_samples(root) lists them.")
@@ -231,10 +241,19 @@ def one_sample_matches_the_reference(ex: ModuleType) -> None:
 
 def batches_match_reference(ex: ModuleType) -> None:
     with _subset(70) as (root, samples):
-        for batch_size, workers in ((16, 0), (9, 2)):
+        for batch_size, workers, as_str in ((16, 0, False), (9, 2, True)):  # root as a Path, then as a str
             setting = _setting(batch_size=batch_size, num_workers=workers)
-            with no_leaks(setting):
-                (batches,) = _epochs(ex, root, 1, setting, batch_size=batch_size, num_workers=workers)
+
+            def epoch(folder: Path | str) -> list[Batches]:
+                with no_leaks(setting):
+                    return _epochs(ex, folder, 1, setting, batch_size=batch_size, num_workers=workers)
+
+            if as_str:
+                given = relative_str(root)
+                (batches,) = in_promised_type(epoch, given, root, f"{setting} with root the str {given!r}",
+                                              "with root as a Path", ROOT_TYPES)
+            else:
+                (batches,) = epoch(root)
             images, labels = batch_layout(batches, len(samples), batch_size, setting)
             assert labels == [s.label for s in samples], (
                 f"{setting}: labels are not the samples' labels in file order (sorted class folders, then sorted "

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from grader.support import dataset_samples, no_leaks, require, within
+from grader.support import dataset_samples, in_promised_type, no_leaks, require, within
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch, measure
 from loaderlab.images import linked_split
@@ -38,6 +38,8 @@ CLEAN_CURVES: list[tuple[Curve, Sequence[int], float, int]] = [
     ({0: 50, 1: 95, 2: 100, 4: 101}, [4, 2, 2, 0, 4, 1], 0.05, 2),           # duplicates count once
     ({1: 92, 2: 100}, [1, 2], 0.10, 1),                                      # 8% below the best is within 10%
     ({1: 99, 2: 100, 3: 100}, [3, 2, 1], 0.0, 2),                            # none: the fastest; ties: the smallest
+    # NumPy's integers are integers too (numpy.int64 is no Python int), and a tuple is a sequence like a list.
+    ({0: 50, 1: 95, 2: 100, 4: 101}, tuple(np.array([4, 1, 0, 2])), 0.05, 2),
     # Near the line, where other formulas part from the contract's median >= (1 - tolerance) x best: best / (1 +
     # tolerance) draws it at 95.24 and 90.91, so 95.1 and 90.5 are in by the contract and out by that; 94.9 and 89.9
     # are out by both (never exactly on the line: 1 - 95 / 100 <= 0.05 is False in floating point).
@@ -129,12 +131,31 @@ def single_candidate_is_returned(ex: ModuleType) -> None:
 
 # ---- step 2: the choice ----------------------------------------------------------------------
 
+def _described(candidates: Sequence[int]) -> str:
+    """The candidates and their types as a message names them: '(4, 1, 0, 2), a tuple of numpy.int64'."""
+    shown = tuple(int(n) for n in candidates)
+    kinds = sorted({f"{type(n).__module__}.{type(n).__name__}".removeprefix("builtins.") for n in candidates})
+    return f"{shown if isinstance(candidates, tuple) else list(shown)}, a {type(candidates).__name__} of {', '.join(kinds)}"
+
+
 def smallest_within_five_percent_on_clean_curves(ex: ModuleType) -> None:
     for truth, candidates, tolerance, answer in CLEAN_CURVES:
-        curve = SyntheticCurve(truth)
         options = {} if tolerance == 0.05 else {"tolerance": tolerance}
-        chosen = _choose(ex, curve, candidates, **options)
-        _check_calls(curve, candidates)
+
+        def chosen_on(given: Sequence[int]) -> Any:
+            curve = SyntheticCurve(truth)
+            chosen = _choose(ex, curve, given, **options)
+            _check_calls(curve, given)
+            return chosen
+
+        if all(type(n) is int for n in candidates):
+            chosen = chosen_on(candidates)
+        else:
+            chosen = in_promised_type(chosen_on, candidates, [int(n) for n in candidates],
+                                      f"{_call(options)} with candidates {_described(candidates)}",
+                                      "with the same candidates as a list of Python ints",
+                                      "The contract takes any sequence of integers >= 0: NumPy's integers are integers "
+                                      "too.")
         if chosen == answer:
             continue
         best = max(truth, key=truth.__getitem__)
@@ -146,7 +167,7 @@ def smallest_within_five_percent_on_clean_curves(ex: ModuleType) -> None:
                if chosen == slowest else "")
         raise AssertionError(
             f"{_call(options)} on the noiseless curve {truth} (throughput by worker count), candidates "
-            f"{list(candidates)}: you returned {chosen!r}; the answer is {answer}: the smallest count whose "
+            f"{_described(candidates)}: you returned {chosen!r}; the answer is {answer}: the smallest count whose "
             f"throughput is at least {1 - tolerance:g} x the best ({truth[best]}), with tolerance={tolerance}.{why}")
 
 

@@ -8,17 +8,17 @@ import gc
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from grader.support import no_leaks, require, within
+from grader.support import in_promised_type, no_leaks, relative_str, require, within
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import CROP, Sample, linked_split, list_samples, mean_abs_difference, reference_crop
 from loaderlab.machine import usable_cores
@@ -73,7 +73,7 @@ def _small_subset() -> Iterator[Path]:
         yield split_dir
 
 
-def _make(ex: ModuleType, split_dir: Path, batch_size: int, **kwargs: object) -> DataLoader:
+def _make(ex: ModuleType, split_dir: Path | str, batch_size: int, **kwargs: object) -> DataLoader:
     make_balanced_loader = require(ex, "make_balanced_loader")
     loader = within(60, "make_balanced_loader(...)", lambda: make_balanced_loader(split_dir, batch_size, **kwargs))
     assert isinstance(loader, DataLoader), (
@@ -157,10 +157,20 @@ def _loaded_batches(ex: ModuleType, split_dir: Path, batch_size: int, **kwargs: 
 
 def sample_weights_are_per_sample(ex: ModuleType) -> None:
     sample_weights = require(ex, "sample_weights")
-    cases = [([0, 0, 0, 1, 2, 2, 0, 2], [1 / 4, 1 / 4, 1 / 4, 1, 1 / 3, 1 / 3, 1 / 4, 1 / 3]),
-             ([7, 3, 7, 7, 3, 9], [1 / 3, 1 / 2, 1 / 3, 1 / 3, 1 / 2, 1])]  # labels need not be 0..C-1, nor sorted
+    cases: list[tuple[Sequence[int], list[float]]] = [
+        ([0, 0, 0, 1, 2, 2, 0, 2], [1 / 4, 1 / 4, 1 / 4, 1, 1 / 3, 1 / 3, 1 / 4, 1 / 3]),
+        ([7, 3, 7, 7, 3, 9], [1 / 3, 1 / 2, 1 / 3, 1 / 3, 1 / 2, 1]),  # labels need not be 0..C-1, nor sorted
+        ((2, 0, 2, 1, 2), [1 / 3, 1, 1 / 3, 1, 1 / 3])]                # any sequence: a tuple too
+
+    def weights_of(labels: Sequence[int]) -> Any:
+        return within(10, f"sample_weights({labels})", lambda: sample_weights(labels))
+
     for labels, expected in cases:
-        returned = within(10, f"sample_weights({labels})", lambda: sample_weights(labels))
+        if isinstance(labels, tuple):
+            returned = in_promised_type(weights_of, labels, list(labels), f"sample_weights({labels}), labels a tuple,",
+                                        "with the same labels in a list", "The contract takes any sequence of labels.")
+        else:
+            returned = weights_of(labels)
         try:
             weights = torch.as_tensor(returned, dtype=torch.double).numpy()
         except (TypeError, ValueError, RuntimeError) as err:
@@ -197,8 +207,14 @@ def batches_have_the_right_layout(ex: ModuleType) -> None:
             f"labels must be a 1-D int64 torch tensor, got {getattr(labels, 'dtype', type(labels))} "
             f"{tuple(getattr(labels, 'shape', ()))}")
     with _small_subset() as split_dir:
-        # Built, never iterated (nothing decoded): another batch size, and the worker counts the contract names.
-        sizes = [len(batch) for batch in _make(ex, split_dir, 5, seed=SEED, epoch_length=21).batch_sampler]
+        # Built, never iterated (nothing decoded): another batch size, the folder as a str (the contract takes a Path
+        # or a str; the other checks pass a Path), and the worker counts the contract names.
+        given = relative_str(split_dir)
+        built = in_promised_type(lambda folder: _make(ex, folder, 5, seed=SEED, epoch_length=21), given, split_dir,
+                                 f"make_balanced_loader(split_dir, 5, seed={SEED}, epoch_length=21) with split_dir the "
+                                 f"str {given!r}", "with split_dir as a Path",
+                                 "The contract takes split_dir as a Path or a str, absolute or relative.")
+        sizes = [len(batch) for batch in built.batch_sampler]
         assert sizes == [5, 5, 5, 5, 1], (
             f"epoch_length=21, batch_size=5 gave batches of {sizes}, expected [5, 5, 5, 5, 1]: pass batch_size on "
             "to the DataLoader.")

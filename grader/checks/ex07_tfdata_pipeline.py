@@ -15,7 +15,8 @@ import numpy as np
 
 from grader.support import ANY_IMAGE_SAMPLES, batch_layout, dataset_samples, require, within
 from loaderlab.bench import Comparison, compare, count_batch, measure
-from loaderlab.images import CROP, Sample, broken_files, class_names, linked_split, mean_abs_difference, reference_crop
+from loaderlab.images import (CROP, Sample, beyond, broken_files, class_names, far_kind, linked_split,
+                              mean_abs_difference, named, reference_crop)
 from loaderlab.order import adjacent_pair_share, rank_correlation
 from loaderlab.paths import dataset_dir
 from loaderlab.sim import SimulatedGPU
@@ -237,6 +238,15 @@ def _flip_started(ex: ModuleType, epochs: TrainingEpochs) -> None:
 
 # ---- step 1: one file ------------------------------------------------------------------------
 
+def _fails(function: Callable[[], Any]) -> bool:
+    """Whether `function()` raises (within 30 s)."""
+    try:
+        within(30, "one file", function)
+    except Exception:
+        return True
+    return False
+
+
 def one_file_gives_its_crop_and_label(ex: ModuleType) -> None:
     import tensorflow as tf
 
@@ -246,18 +256,29 @@ def one_file_gives_its_crop_and_label(ex: ModuleType) -> None:
     classes = tf.constant(names)
     paths = [str(s.path) for s in samples]
     what = "load_and_label(path, classes) in a tf.data map"
-    loaded = _learner(ex, what, lambda: list(tf.data.Dataset.from_tensor_slices(paths)
-                                             .map(lambda path: load_and_label(path, classes)).as_numpy_iterator()))
+
+    def mapped(chosen: list[str]) -> list[Any]:
+        return list(tf.data.Dataset.from_tensor_slices(chosen).map(lambda path: load_and_label(path, classes))
+                    .as_numpy_iterator())
+
+    try:
+        loaded = _learner(ex, what, lambda: mapped(paths))
+    except AssertionError as err:  # TensorFlow's error names no file: find the first one that fails alone
+        failing = next((s for s in samples if _fails(lambda: mapped([str(s.path)]))), None)
+        if failing is None:
+            raise
+        raise AssertionError(f"{err}\nThe first file it fails on alone: {named(failing.path)}, "
+                             f"{failing.path.parent.name}/{failing.path.name}.") from None
     for sample, element in zip(samples, loaded):
         if not isinstance(element, tuple) or len(element) != 2:
             raise AssertionError(f"{what}: must return an (image, label) tuple, got {type(element).__name__}.")
         image, label = np.asarray(element[0]), np.asarray(element[1])
         assert image.dtype == np.uint8 and image.shape == (CROP, CROP, 3), (
-            f"{what}: the image of {sample.path.name} is {image.dtype} {image.shape}; expected uint8 ({CROP}, {CROP}, 3), "
+            f"{what}: the image of {named(sample.path)} is {image.dtype} {image.shape}; expected uint8 ({CROP}, {CROP}, 3), "
             "the centre crop (loaderlab.tfdata.decode_center_crop of the file's bytes).")
         difference = mean_abs_difference(image, reference_crop(sample.path))
         assert difference <= PIXEL_TOLERANCE, (
-            f"{what}: the image of {sample.path.name} differs from reference_crop by {difference:.1f} on average "
+            f"{what}: the image of {named(sample.path)} differs from reference_crop by {difference:.1f} on average "
             f"(tolerance {PIXEL_TOLERANCE}): decode, resize the short side to 256 (antialiased bilinear), centre crop "
             "224, as loaderlab.tfdata.decode_center_crop does; no flip or other change here.")
         assert label.dtype.kind not in "OSU", (
@@ -306,10 +327,11 @@ def _eval_epoch(ex: ModuleType, root: Path | str, samples: list[Sample], batch_s
     differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
     worst = int(np.argmax(differences))
     assert differences[worst] <= PIXEL_TOLERANCE, (
-        f"{what}: image {worst} ({samples[worst].path.name}) differs from the reference crop by "
-        f"{differences[worst]:.1f} on average (tolerance {PIXEL_TOLERANCE}). Eval images are decode -> resize "
-        "short side to 256 (antialiased bilinear) -> centre crop 224, unaugmented, in file order: "
-        "loaderlab.tfdata.decode_center_crop does exactly that.")
+        f"{what}: image {worst} ({named(samples[worst].path)}) differs from the reference crop by "
+        f"{differences[worst]:.1f} on average (tolerance {PIXEL_TOLERANCE}).{beyond(differences, samples, PIXEL_TOLERANCE)}"
+        + ("" if far_kind(differences, samples, PIXEL_TOLERANCE) else
+           " Eval images are decode -> resize short side to 256 (antialiased bilinear) -> centre crop 224, "
+           "unaugmented, in file order: loaderlab.tfdata.decode_center_crop does exactly that."))
     return batches
 
 

@@ -1,8 +1,9 @@
 """Checks for exercise 09 (a device prefetcher). The loader is a list or generator of small random uint8
 batches made here, so every check is short. The correctness checks of steps 1 and 2 run on every machine
-(on the CPU, or the GPU where there is one); those of steps 3 and 4 need CUDA: without it they touch the
-learner's code once on the CPU (so an untouched stub reads "not started"), print why they are skipped and
-pass (the grader's test file skips them with that reason before running them)."""
+(on the CPU, or the GPU where there is one), and so does step 3, which runs the learner's CUDA branch against a CPU
+stand-in of CUDA (`CudaStandIn`). Those of steps 4 and 5 need CUDA: the grader's test file skips them, with the
+reason, where there is none; run directly (`grader.runner.run_check`), they touch the learner's code once on the CPU
+(so an untouched stub reads "not started") and report themselves skipped with that reason (NotGradedHere)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from grader.support import no_leaks, require, within
+from grader.support import CudaStandIn, NotGradedHere, no_leaks, on_cuda_stand_in, require, tensors_in, within
 from loaderlab.baselines import IMAGENET_MEAN, IMAGENET_STD
 from loaderlab.bench import Comparison
 
@@ -40,6 +41,10 @@ TIMED_BATCHES, TIMED_BATCH = 12, 256   # pinned uint8 (256, 3, 224, 224) batches
 PERFECT_OVERLAP = 2 * TIMED_BATCHES / (TIMED_BATCHES + 1)
 OVERLAP_TARGET = 1.5
 WORKER_TIMEOUT_S = 20  # the DataLoader's own timeout in the checks that start workers: its error, not a hang
+# The contract's look-ahead rule: when batch k (from 0) is handed over, batches k+1 .. k+depth-1 have been taken from
+# the loader and no batch after them, `depth` batches counting the one handed over. This many more are allowed: none
+# (tests/planted/ex09_one_batch_too_many takes one more, ex09_depth_one_looks_ahead one more at depth 1).
+BATCHES_BEYOND_DEPTH = 0
 
 
 class LoaderFailure(ValueError):
@@ -106,16 +111,16 @@ def _check_count(got: list[Any], source: list[Any], setting: str) -> None:
            "ended were dropped, or batches were taken from the loader and not queued (every batch once, in order)."))
 
 
-def _skipped_without_cuda(ex: ModuleType, check: str) -> bool:
-    """True (after touching the learner's code once on the CPU, and saying why) where there is no CUDA GPU."""
+def _skip_without_cuda(ex: ModuleType) -> None:
+    """Where there is no CUDA GPU: touch the learner's code once on the CPU (an untouched stub then reads "not
+    started"), then report the check as skipped, with the reason (NotGradedHere)."""
     from loaderlab.device import cuda_missing_reason
 
     reason = cuda_missing_reason()
     if reason is None:
-        return False
+        return
     within(30, "DevicePrefetcher on the CPU", lambda: _drain(_make(ex, iter(_batches((2,))), "cpu")))
-    print(f"{check}: {reason}")
-    return True
+    raise NotGradedHere(reason)
 
 
 # ---- watching what happens to the loader's batches on the host --------------------------------------
@@ -129,19 +134,6 @@ class Move:
     pinned: bool
     non_blocking: bool
     stream: int | None   # the CUDA stream current when the copy was issued
-
-
-def _tensors(value: Any) -> Iterator[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
 
 
 def _host_side_watch(target: Any) -> Any:
@@ -204,12 +196,12 @@ def _host_side_watch(target: Any) -> Any:
             kwargs = kwargs or {}
             result = func(*args, **kwargs)
             name = getattr(func, "__name__", "")
-            inputs = list(_tensors((args, kwargs)))
+            inputs = list(tensors_in((args, kwargs)))
             tracked = [(t, b) for t in inputs if (b := self._batch(t)) is not None]
             crossing = self._crossing(name, args, kwargs)
             if not tracked:
                 if crossing:
-                    for out in _tensors(result):
+                    for out in tensors_in(result):
                         self.on_device[id(out)] = weakref.ref(out)
                 return result
             source, batch = tracked[-1] if name == "copy_" else tracked[0]
@@ -220,10 +212,10 @@ def _host_side_watch(target: Any) -> Any:
                 self.moves.append(Move(batch, source.dtype, source.is_pinned(), non_blocking, stream))
                 if result is source:  # .to() of a tensor already there returns itself: hand back an alias
                     result = result.detach()
-                for out in _tensors(result):
+                for out in tensors_in(result):
                     self.on_device[id(out)] = weakref.ref(out)
                 return result
-            for out in _tensors(result):
+            for out in tensors_in(result):
                 if out.dtype.is_floating_point:
                     self.host_floats.append((batch, name, out.dtype))
                 self.track(out, batch)
@@ -355,9 +347,10 @@ def next_copy_is_issued_before_handing_over(ex: ModuleType) -> None:
                 f"loader; {min(number + depth, len(source))} should have been. The next batch is sent to the device "
                 "only when the caller asks for it, after its step on this one: the copy never overlaps the compute. "
                 "Send the next depth-1 batches on their way BEFORE returning the current one.")
-            assert count <= number + depth, (
+            allowed = number + depth + BATCHES_BEYOND_DEPTH
+            assert count <= allowed, (
                 f"{setting}: when batch {number} was handed over, {count} batches had been taken from the loader, "
-                f"{count - number - depth} more than depth={depth} allows ({number + depth}: this one and the "
+                f"{count - allowed} more than depth={depth} allows ({allowed}: this one and the "
                 f"{depth - 1} after it). Each batch held is device memory (and pinned host memory): take the next "
                 "batch from the loader only when one leaves the queue, and stop at depth"
                 + (" (depth=1 means no look-ahead: take batch k+1 only when the caller asks for it)." if depth == 1
@@ -463,11 +456,48 @@ class RandomImages:
         return torch.randint(0, 256, IMAGE_SHAPE, dtype=torch.uint8, generator=generator), index % 10
 
 
-# ---- CUDA only: step 3 ------------------------------------------------------------------------------
+# ---- the CUDA branch on a CPU stand-in: step 3 (every machine) ----------------------------------------
+
+# (the device as written, the options, whether the batches arrive pinned): each argument of the contract varied
+STAND_IN_RUNS = (("'cuda:0'", {"depth": 2}, False),
+                 ("torch.device('cuda')", {"depth": 3, "channels_last": True, "mean": OTHER_MEAN, "std": OTHER_STD},
+                  True))
+
+
+def cuda_branch_runs_on_a_cpu_stand_in(ex: ModuleType) -> None:
+    import torch
+
+    for device_text, options, arrives_pinned in STAND_IN_RUNS:
+        device = torch.device("cuda") if device_text.startswith("torch") else "cuda:0"
+        source = _batches(seed=len(options))
+        setting = (f"DevicePrefetcher(loader, {device_text}, {', '.join(f'{k}={v}' for k, v in options.items())}) on a "
+                   f"CPU stand-in of CUDA, batches arriving {'pinned' if arrives_pinned else 'unpinned'}")
+
+        def run(stand_in: CudaStandIn) -> list[Any]:
+            if arrives_pinned:  # as DataLoader(pin_memory=True) hands them over
+                for tensor in tensors_in(source):
+                    stand_in.mark_pinned(tensor)
+            return _drain(_make(ex, iter(source), device, **options))
+
+        got, _ = on_cuda_stand_in(ex, setting, run)
+        _check_count(got, source, setting)
+        mean, std = options.get("mean", IMAGENET_MEAN), options.get("std", IMAGENET_STD)
+        for number, (batch, (host_images, host_labels)) in enumerate(zip(got, source)):
+            images, labels = _unpack(batch, setting, number)
+            expected = _normalised(host_images, "cpu", mean, std)
+            same = isinstance(images, torch.Tensor) and images.dtype == torch.float32 and torch.equal(images, expected)
+            assert same, (
+                f"{setting}: batch {number}'s images differ from images.to(device).float().div(255).sub(mean)"
+                ".div(std): your CUDA branch normalises otherwise than the CPU path (same operations, same order, on "
+                "every device).")
+            assert isinstance(labels, torch.Tensor) and torch.equal(labels, host_labels), (
+                f"{setting}: batch {number}'s labels are not the loader's.")
+
+
+# ---- CUDA only: step 4 ------------------------------------------------------------------------------
 
 def copies_are_asynchronous_from_pinned_memory(ex: ModuleType) -> None:
-    if _skipped_without_cuda(ex, "copies_are_asynchronous_from_pinned_memory"):
-        return None
+    _skip_without_cuda(ex)
     import torch
 
     device = torch.device("cuda")
@@ -492,8 +522,7 @@ def copies_are_asynchronous_from_pinned_memory(ex: ModuleType) -> None:
 
 
 def no_race_under_cuda_sanitizer(ex: ModuleType) -> None:
-    if _skipped_without_cuda(ex, "no_race_under_cuda_sanitizer"):
-        return None
+    _skip_without_cuda(ex)
     import torch
     from torch.cuda import _sanitizer
 
@@ -525,8 +554,7 @@ def no_race_under_cuda_sanitizer(ex: ModuleType) -> None:
 
 
 def buffers_outlive_the_compute_that_reads_them(ex: ModuleType) -> None:
-    if _skipped_without_cuda(ex, "buffers_outlive_the_compute_that_reads_them"):
-        return None
+    _skip_without_cuda(ex)
     import torch
 
     from loaderlab.device import cuda_sleep_cycles
@@ -568,11 +596,10 @@ def buffers_outlive_the_compute_that_reads_them(ex: ModuleType) -> None:
         "caller's stream before each new copy.")
 
 
-# ---- CUDA only: step 4, speed -------------------------------------------------------------------------
+# ---- CUDA only: step 5, speed -------------------------------------------------------------------------
 
-def overlap_beats_copy_then_compute(ex: ModuleType) -> Comparison | None:
-    if _skipped_without_cuda(ex, "overlap_beats_copy_then_compute"):
-        return None
+def overlap_beats_copy_then_compute(ex: ModuleType) -> Comparison:
+    _skip_without_cuda(ex)
     import torch
 
     from loaderlab.device import compare_on_cuda, cuda_seconds, cuda_sleep_cycles

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from grader.support import (ANY_IMAGE_SAMPLES, assert_near_reference_crops, child_processes, dataset_samples, no_leaks,
-                            require, within)
+from grader.support import (ANY_IMAGE_SAMPLES, CudaStandIn, NotGradedHere, assert_near_reference_crops, child_processes,
+                            dataset_samples, no_leaks, on_cuda_stand_in, require, within)
 from loaderlab.bench import Comparison
 from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, list_samples, mean_abs_difference,
                               reference_crop)
@@ -112,27 +112,39 @@ def _nearest(image: np.ndarray, references: list[np.ndarray]) -> tuple[int, floa
 
 
 @contextmanager
-def _counting_decoder(ex: ModuleType) -> Iterator[list[int]]:
-    """Count the calls of `loaderlab.device.decode_jpegs` made in this process (and how many images each decodes)."""
+def _decoder_replaced(ex: ModuleType, replacement: Any) -> Iterator[Any]:
+    """`loaderlab.device.decode_jpegs` replaced by `replacement(original, data, *args, **kwargs)` while the block runs,
+    where the learner's module calls it through the adapter and under any name it imported it as."""
     import loaderlab.device as adapter
 
     original = adapter.decode_jpegs
-    calls: list[int] = []
 
-    def counting(data: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(data))
-        return original(data, *args, **kwargs)
+    def replaced(data: Any, *args: Any, **kwargs: Any) -> Any:
+        return replacement(original, data, *args, **kwargs)
 
     rebound = [name for name, value in vars(ex).items() if value is original]
-    adapter.decode_jpegs = counting
+    adapter.decode_jpegs = replaced
     for name in rebound:
-        setattr(ex, name, counting)
+        setattr(ex, name, replaced)
     try:
-        yield calls
+        yield replaced
     finally:
         adapter.decode_jpegs = original
         for name in rebound:
             setattr(ex, name, original)
+
+
+@contextmanager
+def _counting_decoder(ex: ModuleType) -> Iterator[list[int]]:
+    """Count the calls of `loaderlab.device.decode_jpegs` made in this process (and how many images each decodes)."""
+    calls: list[int] = []
+
+    def counting(original: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(data))
+        return original(data, *args, **kwargs)
+
+    with _decoder_replaced(ex, counting):
+        yield calls
 
 
 def _device_batches(batches: list[Any], device: Any, setting: str) -> tuple[np.ndarray, list[int]]:
@@ -186,8 +198,9 @@ def no_hardware_decoder_reason() -> str | None:
     path, why = nvjpeg_path()
     if path == HARDWARE:
         return None
-    return (f"the {DEVICE_DECODE_TARGET}x target was calibrated on a GPU with nvJPEG's hardware decoder (an H100), "
-            f"which decodes a batch at once; here {why}, so the target does not apply: not timed")
+    return (f"needs a GPU with nvJPEG's hardware decoder (A100 or H100 class), where its {DEVICE_DECODE_TARGET}x "
+            f"target was calibrated (such a GPU decodes a batch at once); here {why}, so the target does not apply; "
+            "it is timed on such a GPU")
 
 
 def skip_without_hardware_decoder() -> None:
@@ -199,16 +212,16 @@ def skip_without_hardware_decoder() -> None:
         pytest.skip(reason)
 
 
-def _skipped_without_cuda(ex: ModuleType, check: str) -> bool:
-    """True (after touching the learner's code once on the CPU, and saying why) where there is no CUDA GPU."""
+def _skip_without_cuda(ex: ModuleType) -> None:
+    """Where there is no CUDA GPU: touch the learner's code once on the CPU (an untouched stub then reads "not
+    started"), then report the check as skipped, with the reason (NotGradedHere)."""
     from loaderlab.device import cuda_missing_reason
 
     reason = cuda_missing_reason()
     if reason is None:
-        return False
+        return
     within(30, "decode_batch on the CPU", lambda: require(ex, "decode_batch")([_jpeg()], "cpu"))
-    print(f"{check}: {reason}")
-    return True
+    raise NotGradedHere(reason)
 
 
 # ---- correctness ----------------------------------------------------------------------------------
@@ -288,6 +301,46 @@ def decodes_each_batch_in_one_call(ex: ModuleType) -> None:
         f"{setting} called decode_jpegs {len(calls)} times, with {calls[:8]} images: one image at a time. On a GPU "
         "each call costs a launch and a synchronisation, and nvJPEG decodes a list in parallel: pass the whole batch "
         "in one call.")
+
+
+STAND_IN_DEVICES = ("'cuda'", "torch.device('cuda', 0)")  # the contract takes a str or a torch.device
+
+
+def crops_stay_on_the_device(ex: ModuleType) -> None:
+    import torch
+
+    decode_batch = require(ex, "decode_batch")
+    samples = dataset_samples("train", BATCH)
+    jpegs, keys = [s.path.read_bytes() for s in samples], [sample_key(s) for s in samples]
+    for device_text in STAND_IN_DEVICES:
+        device = "cuda" if device_text == "'cuda'" else torch.device("cuda", 0)
+        setting = f"decode_batch({BATCH} JPEGs, {device_text}) on a CPU stand-in of CUDA"
+        asked: list[Any] = []
+
+        def run(stand_in: CudaStandIn) -> Any:
+            def on_the_stand_in(original: Any, data: Any, device: Any = None, names: Any = None) -> Any:
+                """Decoded on the CPU; what was asked for CUDA is marked as on the device."""
+                asked.append(device)
+                images = original(data, "cpu", names)
+                on_cuda = device is None or torch.device(device).type == "cuda"  # None: the default device, a GPU
+                return [stand_in.mark_on_device(image) for image in images] if on_cuda else images
+
+            with _decoder_replaced(ex, on_the_stand_in):
+                return decode_batch(jpegs, device, keys)
+
+        crops, stand_in = on_cuda_stand_in(ex, setting, run)
+        shape = (BATCH, 3, CROP, CROP)
+        assert isinstance(crops, torch.Tensor) and crops.dtype == torch.uint8 and tuple(crops.shape) == shape, (
+            f"{setting} must return a uint8 tensor {shape}, got "
+            f"{getattr(crops, 'dtype', type(crops).__name__)} {tuple(getattr(crops, 'shape', ()))}.")
+        assert not stand_in.copied_back, (
+            f"{setting}: the decoded images came back to the host ({', '.join(dict.fromkeys(stand_in.copied_back))}) "
+            "before they were cropped. On a GPU each such copy waits for the device and crosses the bus twice, and the "
+            "host's cores do the device's work: resize and crop each image where it was decoded (torchvision's v2 "
+            "functional ops take a tensor on any device), uint8 in, uint8 out.")
+        assert stand_in.is_on_device(crops), (
+            f"{setting}: the crops are not on the device: decode_jpegs was asked for {', '.join(map(repr, asked))}; "
+            "decode on the device you are given, and keep what it returns there.")
 
 
 def loader_yields_device_batches_in_order(ex: ModuleType) -> None:
@@ -412,9 +465,8 @@ def bad_shards_raise_clear_errors(ex: ModuleType) -> None:
 
 # ---- CUDA only: speed ---------------------------------------------------------------------------------
 
-def device_decode_beats_cpu_workers(ex: ModuleType) -> Comparison | None:
-    if _skipped_without_cuda(ex, "device_decode_beats_cpu_workers"):
-        return None
+def device_decode_beats_cpu_workers(ex: ModuleType) -> Comparison:
+    _skip_without_cuda(ex)
     import torch
 
     from loaderlab.baselines import draft_crop_loader
@@ -424,8 +476,7 @@ def device_decode_beats_cpu_workers(ex: ModuleType) -> Comparison | None:
     device = torch.device("cuda")
     reason = no_hardware_decoder_reason()
     if reason is not None:
-        print(f"device_decode_beats_cpu_workers: {reason}")
-        return None
+        raise NotGradedHere(reason)
     count = min(400, len(list_samples(dataset_dir() / "train")))
     with _shards(count) as (shard_dir, samples):
         root = shard_dir.parent / "train"

@@ -1,6 +1,7 @@
 """Exercise 04, another route: torchvision decodes and crops uint8 tensors; flips come from torch's generators.
 
-- `torchvision.io.read_file` + `decode_jpeg` give a uint8 CHW tensor; `transforms.v2` Resize(256) +
+- `torchvision.io.read_file` + `decode_image` give a uint8 CHW tensor (decode_image reads the format from the bytes:
+  `decode_jpeg` refuses the PNG saved under a .jpg name); `transforms.v2` Resize(256) +
   CenterCrop(224) on it stays uint8 (antialiased bilinear, as Pillow's reference resize);
 - no worker_init_fn: the DataLoader seeds torch's generator in every worker with the loader's base seed
   + the worker id (a new base seed whenever it starts workers), so `torch.rand` differs between workers
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
-from torchvision.io import ImageReadMode, decode_jpeg, read_file
+from torchvision.io import ImageReadMode, decode_image, read_file
 from torchvision.transforms import v2
 
 from loaderlab.images import CROP, RESIZE, list_samples
@@ -35,7 +36,7 @@ class CenterCropDataset(Dataset):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         path, label = self.samples[index]
-        image = CENTRE_CROP(decode_jpeg(read_file(str(path)), mode=ImageReadMode.RGB))
+        image = CENTRE_CROP(decode_image(read_file(str(path)), mode=ImageReadMode.RGB))
         if self.augment:
             in_worker = get_worker_info() is not None  # workers: torch's generator, seeded there by the DataLoader
             if torch.rand((), generator=None if in_worker else self.generator) < 0.5:
