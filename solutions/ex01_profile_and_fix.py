@@ -70,7 +70,7 @@ def fast_center_crop(path: Path | str) -> np.ndarray:
 # off. Just above 224 the resize that follows barely shrinks the window and averages neither away. Scaling right
 # down to 224 left 9 of workshop's 9,000 training images past the 6.0 tolerance (worst 9.40 levels, grid_000602:
 # short side 573, window 2.24 x 224) and 2 of ci's 200 (6.98 and 6.08, the images data_gen plants for it); with
-# this headroom the worst were 5.86 (workshop) and 3.89 (ci), the mean 1.22 and 1.20 (1.58 and 1.63 without). A
+# this headroom the worst were 5.86 (workshop) and 3.89 (ci), the mean 1.22 and 1.16 (1.58 and 1.60 without). A
 # headroom of 1.10 still left workshop's grid_000602 at 9.40.
 DCT_HEADROOM = 1.15
 
