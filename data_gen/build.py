@@ -25,11 +25,11 @@ from tqdm import tqdm
 from data_gen import CLASSES, PROFILES, default_out_dir
 from data_gen.corrupt import KINDS, corrupt_bytes
 from data_gen.encodings import BASELINE, assign_kinds
-from data_gen.render import encode_image, render_image
+from data_gen.render import encode_image, planned_sizes, render_image
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 """Bump when the bytes a seed produces change, so old datasets count as different (2: train and val mix the kinds of
-file of data_gen.encodings)."""
+file of data_gen.encodings; 3: a few training images at planned sizes, data_gen.render.PLANNED_SIZES)."""
 
 SPLIT_IDS: dict[str, int] = {"train": 0, "val": 1, "dirty": 2}
 KIND_STREAM = 3  # seeds the draw of which train and val files get which kind, apart from every file's own draws
@@ -65,6 +65,7 @@ class Task:
     index: int
     seed: int
     status: str  # "ok", or the broken-file kind
+    size: tuple[int, int] | None = None  # (width, height) planned for this image, else drawn at random
     encoding: str = BASELINE  # how the file is stored (data_gen.encodings); the dirty split's are all baseline
     orientation: int = 0  # the EXIF orientation tag of an "exif-orientation" file, else 0
 
@@ -136,7 +137,9 @@ def plan(out: Path, params: dict) -> list[Task]:
     """Every file of the dataset, in path order; train and val files each of a kind (`data_gen.encodings`)."""
     seed, tasks = params["seed"], []
     for label in range(len(CLASSES)):
-        tasks += [Task(str(out), "train", label, i, seed, "ok") for i in range(params["train_class_counts"][label])]
+        count = params["train_class_counts"][label]
+        sizes = planned_sizes(label, count)
+        tasks += [Task(str(out), "train", label, i, seed, "ok", sizes.get(i)) for i in range(count)]
         tasks += [Task(str(out), "val", label, i, seed, "ok") for i in range(params["val_per_class"])]
         statuses = _dirty_statuses(label, params["corrupt"])
         tasks += [Task(str(out), "dirty", label, i, seed, s) for i, s in enumerate(statuses)]
@@ -166,7 +169,7 @@ def make_file(task: Task) -> dict:
     the bytes do not depend on the number of workers or their order.
     """
     rng = np.random.default_rng([task.seed, SPLIT_IDS[task.split], task.label, task.index])
-    data, (width, height) = encode_image(rng, render_image(rng, task.label), task.encoding, task.orientation)
+    data, (width, height) = encode_image(rng, render_image(rng, task.label, task.size), task.encoding, task.orientation)
     if task.status != "ok":
         data = corrupt_bytes(task.status, rng, data)
         width = height = 0

@@ -34,6 +34,39 @@ def image_size(rng: np.random.Generator) -> tuple[int, int]:
     return (long, short) if rng.random() < 0.7 else (short, long)
 
 
+def _four_by_three(short: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A 4:3 image with this short side, landscape and portrait."""
+    long = round(short * 4 / 3)
+    return (long, short), (short, long)
+
+
+# A few training images of every profile are drawn at planned sizes instead of image_size's: the sizes where a
+# decoder that scales by a power of two meets its edge. The 224 crop of the 256 resize keeps a window of 224/256 of
+# the short side, so a 1/2 decode keeps it >= 224 px from a short side of 512, 1/4 from 1024 and 1/8 from 2048.
+# Each boundary has an image on both sides of it, in both orientations. grid's second and fourth (indices 18 and 16
+# of ci's 20) are where exercise 01's decode-less crop, scaling right down to 224 px (no headroom), was furthest from
+# the reference on ci's content: 6.98 and 6.08 levels (scanned: short sides 512-587 in steps of 3, both
+# orientations, grid indices 16-19 and stripes 18-19). On another profile the same sizes hold other content.
+BOUNDARY_SHORT_SIDES = (511, 512, 1023, 1024, 2047, 2048)
+PLANNED_SIZES: dict[int, tuple[tuple[int, int], ...]] = {
+    # label: the sizes of that class's last training images, its last image first
+    0: _four_by_three(511),
+    2: ((683, 512), (743, 557), (512, 683), (527, 703)),
+    3: _four_by_three(1023),
+    4: _four_by_three(1024),
+    5: _four_by_three(2047)[:1],
+    6: _four_by_three(2047)[1:],
+    7: _four_by_three(2048)[:1],
+    8: _four_by_three(2048)[1:],
+}
+
+
+def planned_sizes(label: int, count: int) -> dict[int, tuple[int, int]]:
+    """{index: (width, height)} for the training images of class `label` (`count` of them) drawn at a planned size:
+    its last images, as many as it holds."""
+    return {count - 1 - k: size for k, size in enumerate(PLANNED_SIZES.get(label, ())) if k < count}
+
+
 def _luma(c: np.ndarray | Color) -> float:
     r, g, b = (float(v) for v in c)
     return 0.299 * r + 0.587 * g + 0.114 * b
@@ -246,9 +279,11 @@ def _add_pixel_noise(rng: np.random.Generator, image: Image.Image) -> Image.Imag
     return Image.blend(image, noise, PIXEL_NOISE / 255)
 
 
-def render_image(rng: np.random.Generator, label: int) -> Image.Image:
-    """An RGB image of class ``CLASSES[label]``; the same generator state gives the same image."""
-    w, h = image_size(rng)
+def render_image(rng: np.random.Generator, label: int, size: tuple[int, int] | None = None) -> Image.Image:
+    """An RGB image of class ``CLASSES[label]``, ``size`` (width, height) or a random one; the same generator state gives
+    the same image. A random size is drawn either way, so a planned size changes no other draw."""
+    drawn = image_size(rng)
+    w, h = drawn if size is None else size
     image, behind = _background(rng, w, h)
     draw = ImageDraw.Draw(image)
     _clutter(draw, rng, w, h, behind)

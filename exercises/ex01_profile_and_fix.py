@@ -10,7 +10,8 @@ Five steps; the grader reports each one, so you can stop after any step with som
 4. Speed (`load_batches`): the cheap wins, without threads, processes or caches, at least 1.5x the
    naive loop of `loaderlab.baselines`.
 5. Decode less (`decode_less_crop`): one crop at least 1.75x `reference_crop`, by decoding and resampling
-   only what the crop keeps, within the course's pixel tolerance of it on every image.
+   only what the crop keeps, within the course's pixel tolerance of it on every image the contract names, those
+   at the edge of each DCT scale included.
 
 Files: Every kind of file the dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe
 CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`:
@@ -105,19 +106,30 @@ def decode_less_crop(path: Path | str) -> np.ndarray:
     """The reference centre crop of one image file, as uint8 (224, 224, 3) RGB, doing only the work the crop keeps.
 
     Contract (the grader checks each point):
-    - step 5: on every training image (landscape and portrait, large and small) the crop is within
-      `loaderlab.images.MEAN_TOLERANCE` (2.0 levels of 255, the mean over the images) and
-      `WORST_TOLERANCE` (6.0 for any one image) of `reference_crop`, compared pixel for pixel (no
-      alignment search). A file that is not a JPEG (a PNG) gives its crop too.
-    - a file that does not decode raises one of `loaderlab.images.DECODE_ERRORS` (as Pillow and
-      simplejpeg do), so that `load_batches` can skip it and report why.
+    - step 5: the crop is within `loaderlab.images.MEAN_TOLERANCE` (2.0 levels of 255, the mean over the images)
+      and `WORST_TOLERANCE` (6.0 for any one image) of `reference_crop`, compared pixel for pixel (no alignment
+      search), on every training image of the `ci` profile, whose sizes include each power-of-two DCT scale's
+      edge: short sides of 511 and 512, 1023 and 1024, 2047 and 2048 px (there the crop window, 224/256 of the
+      short side, is just under or just at 2, 4 and 8 x 224 px), landscape and portrait. On a larger profile the
+      mean is over 200 training images spread evenly, and the 6.0 holds for those and for every training image
+      whose crop window is at least 2 x 224 px on a side (the header gives the size). A file that is not a JPEG
+      (a PNG) gives its crop too.
+      Why a margin: a JPEG decoded at 1/2, 1/4 or 1/8 is not shrunk the way the reference shrinks it. The decoder
+      keeps each 8x8 block's lowest frequencies (a cut-off low-pass with block edges, not an antialiased filter),
+      and a window cut at whole pixels of the smaller image can be off by up to half of one of them. Decoded well
+      above 224 px, the window's antialiased resize averages both away; decoded to just above 224 px, it is barely
+      shrunk, and fine patterns come out aliased and shifted. So a smaller decode needs some room above 224 px;
+      how much is yours to measure.
+    - a file that does not decode raises one of `loaderlab.images.DECODE_ERRORS` (as Pillow and simplejpeg do),
+      so that `load_batches` can skip it and report why.
     - each call reads and decodes the file as it is now (no cache between calls).
-    - at least 1.75x `reference_crop`'s images/s, both on one thread, on the same files.
+    - at least 1.75x `reference_crop`'s images/s, both on one thread, on the same 64 training images of ImageNet's
+      size (crop window under 4 x 224 px), spread evenly.
     """
-    # TODO(step 5): profile reference_crop's stages on a few files (notebook 01, section 5 does it with
-    # your profile_stages): the full decode and the resize of the whole image are nearly all of it, yet the
-    # crop keeps only a centre square, `loaderlab.images.crop_window(width, height)`. Three ways to do less:
-    # decode at a smaller DCT scale where the window stays at least 224 pixels (simplejpeg, in the lock,
-    # reads the size from the header and decodes at 1/2, 1/4 or 1/8), resample only the window, and use a
-    # vectorised antialiased kernel. Measure each alone, with its pixel error beside its speed.
+    # TODO(step 5): build a crop that does only the work the crop keeps. reference_crop decodes every pixel and
+    # resizes the whole image, yet keeps one centre square (`loaderlab.images.crop_window(width, height)`): profile
+    # its stages on a few files with your profile_stages to see what that costs. Notebook 01, section 5 measures
+    # several ways to do less, each alone, with its speed beside its pixel error, on the ordinary images and on
+    # those at a DCT scale's edge: choose the ones that pay on your machine, combine them, and check the edge
+    # images before you trust an average.
     raise NotImplementedError("TODO(step 5) in exercises/ex01_profile_and_fix.py: decode_less_crop")

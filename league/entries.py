@@ -364,8 +364,8 @@ def thread_batches_one_worker(setup: Setup) -> Iterable[Any]:
 
 
 def ex01_decode_less_threads(setup: Setup) -> Iterable[Any]:
-    """Exercise 01's step 5 crop (decode at the smallest power-of-two DCT scale that keeps the window 15% above 224
-    px, resize only the window with torch) in the batch-of-threads dataset: a thread per core, no worker process."""
+    """Exercise 01's step 5 solution (`decode_less_crop`) in the batch-of-threads dataset: a thread per core, no worker
+    process."""
     from solutions.ex01_profile_and_fix import decode_less_crop
 
     return thread_batches(setup, 0, decode_less_crop)
@@ -426,13 +426,16 @@ def decode_only(setup: Setup) -> Iterable[Any]:
 
 
 def decode_less_only(setup: Setup) -> Iterable[Any]:
-    """The limit of this work: libjpeg-turbo (simplejpeg) decodes every file at the smallest power-of-two DCT scale
-    that leaves the crop window at least 224 px wide, nothing else, on a thread per usable core.
+    """The second ceiling: libjpeg-turbo (simplejpeg) decodes the whole frame of every file at the smallest power-of-two
+    DCT scale that leaves the crop window at least 224 px wide, with its smooth colour upsampling, nothing else, on a
+    thread per usable core.
 
-    It decodes the whole frame at that scale: cropping the window inside the decoder (TurboJPEG's cropping region,
-    TensorFlow's decode_and_crop_jpeg) skips only the inverse DCT outside it, since every block is still
-    entropy-decoded, and no library in the lock does it on threads without its own pipeline around it. A PNG (under
-    a .jpg name: data_gen.encodings) has no DCT to scale: Pillow decodes it whole."""
+    A fast decode, not the least this work allows: cropping the window inside the decoder (TurboJPEG's cropping
+    region, TensorFlow's decode_and_crop_jpeg) skips, in a baseline JPEG, the inverse DCT and colour conversion
+    outside the window and every row below it (the rows above are still entropy-decoded; in a progressive JPEG all
+    scans are, up front), and fast upsampling skips more; no library in the lock crops in the decoder on threads
+    without its own pipeline around it. A PNG (under a .jpg name: data_gen.encodings) has no DCT to scale: Pillow
+    decodes it whole."""
     import simplejpeg
     from PIL import Image
 
@@ -511,8 +514,9 @@ class _BytesCrop:
 SOLUTIONS_NOTE = "the course's solutions/ (a learner's copy leaves them out)"
 CEILING = Entry("decode-only", "decode only, full size (Pillow, a thread per core): the first ceiling",
                 "league.entries:decode_only", requires=("PIL",))
-WINDOW_CEILING = Entry("decode-less-only", "decode only, smallest DCT scale keeping 224 px (simplejpeg, a thread per "
-                       "core): the second ceiling", "league.entries:decode_less_only", requires=("simplejpeg",))
+WINDOW_CEILING = Entry("decode-less-only", "decode only, whole frame at the smallest power-of-two DCT scale keeping "
+                       "224 px (simplejpeg, a thread per core): the second ceiling", "league.entries:decode_less_only",
+                       requires=("simplejpeg",))
 CEILINGS = (CEILING, WINDOW_CEILING)
 ENTRIES = [
     Entry("tutorial", "tutorial: ImageFolder + ToTensor, batch 64, 0 workers", "league.entries:tutorial",
@@ -531,7 +535,7 @@ ENTRIES = [
           requires=("webdataset",), reads_shards=True),
     Entry("dali", "NVIDIA DALI, CPU pipeline", "league.entries:dali_cpu", requires=("nvidia.dali",),
           install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),
-    Entry("ex01-threads", "ex01 step 5 solution: decode less, a batch decoded by threads, 0 workers",
+    Entry("ex01-threads", "ex01 step 5 solution, a batch decoded by threads, 0 workers",
           "league.entries:ex01_decode_less_threads", requires=("torch", "simplejpeg", "solutions"), install=SOLUTIONS_NOTE),
     Entry("dali-roi", "NVIDIA DALI, CPU ROI decode of the centre window", "league.entries:dali_roi",
           requires=("nvidia.dali",), install=f"{PEERS_COMMAND} (pip install {DALI_PIN})"),

@@ -18,8 +18,9 @@ short warm-up (two batches of a loader of its own: imports, tracing, page cache)
 one full pass of a new loader, timed from its construction (worker start-up counts, as in a first
 epoch). The table gives the median over rounds, the spread (lowest-highest) and the share of two
 ceilings, each reading the same files on a thread per usable core and doing nothing else: "full",
-Pillow decoding every pixel; "DCT", libjpeg-turbo decoding at the smallest power-of-two DCT scale
-that keeps the crop window at least 224 px (the least decoding this work needs). A rejected peer is
+Pillow decoding every pixel; "DCT", a whole-frame decode at the smallest power-of-two DCT scale that
+keeps the crop window at least 224 px (libjpeg-turbo, fancy upsampling): fast, not the least decoding
+this work allows (a windowed decode or fast upsampling does less). A rejected peer is
 timed too and shown under "not ranked" (greyed in the chart) with its reason, never in the ranking.
 """
 

@@ -65,16 +65,21 @@ def decode_center_crop(data: tf.Tensor) -> tf.Tensor:
     crop keeps are decoded and resized:
     - a whole JPEG (its bytes start with a JPEG marker and end with the end-of-image one) is
       decoded only inside the crop's window (plus the resize kernel's reach): the header gives
-      the size (`tf.io.extract_jpeg_shape`), `tf.io.decode_and_crop_jpeg` the window. Every
-      8x8 block is still entropy-decoded; those outside the window skip the inverse DCT and the
-      colour conversion. Anything else (a PNG, a JPEG cut short or with bytes after its end) is
-      decoded whole by `tf.io.decode_image`, which tells the format by the bytes and raises for
-      a file that does not decode; the window is then sliced out of it. The window's decode
-      alone reads a file cut short below the window without an error (measured on workshop
-      JPEGs cut at 97% of their bytes), hence the test of the last two bytes. Every kind of JPEG the dataset holds
-      (`data_gen.encodings`) takes the window's route: with channels=3 TensorFlow replicates grayscale and turns
-      Adobe CMYK and YCCK into RGB itself (measured on `ci`'s train and val, mean |difference| from the reference:
-      0.5 grayscale, 1.1 CMYK, 0.5 YCCK, 0.9-1.0 the others); it applies no EXIF orientation;
+      the size (`tf.io.extract_jpeg_shape`), `tf.io.decode_and_crop_jpeg` the window. In a
+      baseline JPEG the blocks above the window and beside it in its rows are entropy-decoded
+      (the bit stream is read in order) and skip the inverse DCT and the colour conversion; the
+      rows below the window are not decoded at all (libjpeg-turbo's `jpeg_skip_scanlines` to the
+      bottom stops reading). In a progressive JPEG every scan is entropy-decoded up front, so
+      there the window saves only the inverse DCT and the colour work. Anything else (a PNG, a
+      JPEG cut short or with bytes after its end) is decoded whole by `tf.io.decode_image`,
+      which tells the format by the bytes and raises for a file that does not decode; the
+      window is then sliced out of it. Since a baseline file's rows below the window are never
+      read, the window's decode alone reads a file cut short there without an error (measured
+      on workshop JPEGs cut at 97% of their bytes), hence the test of the last two bytes. Every
+      kind of JPEG the dataset holds (`data_gen.encodings`) takes the window's route: with
+      channels=3 TensorFlow replicates grayscale and turns Adobe CMYK and YCCK into RGB itself
+      (measured on `ci`'s train and val, mean |difference| from the reference: 0.5 grayscale, 1.1
+      CMYK, 0.5 YCCK, 0.9-1.0 the others); it applies no EXIF orientation;
     - the window goes straight to 224x224 through the triangle kernel of
       `tf.image.resize(..., antialias=True)`, at the whole-image resize's fractional scale and
       offset (`tf.raw_ops.ScaleAndTranslate`, the op that call runs).

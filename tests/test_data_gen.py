@@ -27,6 +27,7 @@ from data_gen import build, cli
 from data_gen.build import DataGenError, MANIFEST_COLUMNS, build_dataset, read_manifest
 from data_gen.corrupt import KINDS
 from data_gen.encodings import BASELINE, ENCODINGS, ORIENTATIONS, assign_kinds, kind_counts
+from data_gen.render import BOUNDARY_SHORT_SIDES, planned_sizes
 from loaderlab.images import file_kind
 
 CI = PROFILES["ci"]
@@ -89,22 +90,39 @@ def test_labels_are_sorted_class_indices(ci_rows: list[dict]) -> None:
     assert Counter(r["label"] for r in ci_rows if r["split"] == "train") == {i: CI.train_per_class for i in range(10)}
 
 
+def _planned(row: dict) -> tuple[int, int] | None:
+    """The size data_gen planned for this manifest row's image (ci's counts), or None for a drawn one."""
+    index = int(row["path"].rsplit("_", 1)[1].removesuffix(".jpg"))
+    return planned_sizes(row["label"], CI.train_per_class).get(index) if row["split"] == "train" else None
+
+
 def test_size_resolution_and_aspect(ci_data: Path, ci_rows: list[dict]) -> None:
-    ok = [r for r in ci_rows if r["status"] == "ok"]
-    mean_kb = sum(r["bytes"] for r in ok) / len(ok) / 1000
+    drawn = [r for r in ci_rows if r["status"] == "ok" and _planned(r) is None]
+    mean_kb = sum(r["bytes"] for r in drawn) / len(drawn) / 1000
     assert 100 <= mean_kb <= 135, mean_kb
-    mean_short = sum(min(r["width"], r["height"]) for r in ok) / len(ok)
+    mean_short = sum(min(r["width"], r["height"]) for r in drawn) / len(drawn)
     assert 400 <= mean_short <= 500, mean_short
-    modes = {"grayscale": "L", "adobe-cmyk": "CMYK", "adobe-ycck": "CMYK"}
-    for r in ok:
+    for r in drawn:
         long, short = max(r["width"], r["height"]), min(r["width"], r["height"])
         assert 1.33 <= long / short <= 1.78 and 300 <= short <= 600, r
+    modes = {"grayscale": "L", "adobe-cmyk": "CMYK", "adobe-ycck": "CMYK"}
+    for r in (r for r in ci_rows if r["status"] == "ok"):
         with Image.open(ci_data / r["path"]) as im:
             assert im.size == (r["width"], r["height"]), r
             assert im.format == ("PNG" if r["encoding"] == "png-named-jpg" else "JPEG"), r
             assert im.mode == modes.get(r["encoding"], "RGB"), r
-    landscape = sum(r["width"] > r["height"] for r in ok) / len(ok)
+    landscape = sum(r["width"] > r["height"] for r in drawn) / len(drawn)
     assert 0.55 <= landscape <= 0.85  # about 70% landscape, both orientations present
+
+
+def test_every_dct_scale_boundary_has_images_on_both_sides_in_both_orientations(ci_rows: list[dict]) -> None:
+    planned = [r for r in ci_rows if _planned(r) is not None]
+    assert all(sorted((r["width"], r["height"])) == sorted(_planned(r)) for r in planned)  # stored turned if tagged
+    sizes = {_planned(r) for r in planned}
+    for short in BOUNDARY_SHORT_SIDES:
+        orientations = {width > height for width, height in sizes if min(width, height) == short}
+        assert orientations == {True, False}, f"short side {short}: landscape and portrait images expected"
+    assert len(planned) <= 16, "a few planned sizes: ci stays small"
 
 
 def test_every_split_holds_every_kind_of_file_at_its_share(ci_rows: list[dict]) -> None:

@@ -4,6 +4,7 @@ notebooks 00 and 01 state their run time and carry the myth boxes; the quiz is t
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import re
 
@@ -11,7 +12,9 @@ import numpy as np
 import pytest
 
 from grader import quiz
-from grader.checks.ex01_profile_and_fix import ALIGNED_MEAN_TOLERANCE, ALIGNED_WORST_TOLERANCE, crop_distance
+from grader.checks import ex01_profile_and_fix as ex01_checks
+from grader.checks.ex01_profile_and_fix import (ALIGNED_MEAN_TOLERANCE, ALIGNED_WORST_TOLERANCE, crop_distance,
+                                                describe_difference)
 from loaderlab.paths import REPO_ROOT
 
 EXERCISE = "ex01_profile_and_fix"
@@ -92,3 +95,63 @@ def test_published_gpu_figures_are_labelled_as_published() -> None:
 def test_quiz_01_has_five_to_nine_questions() -> None:
     """Modules 00 and 01 in one quiz: a question per idea, nine at most since section 5 (decode less) joined."""
     assert 5 <= len(quiz.load("01").questions) <= 9
+
+
+def _textured(seed: int = 0) -> np.ndarray:
+    """A 224 x 224 RGB picture with edges and fine detail: noise over blocks of colour."""
+    rng = np.random.default_rng(seed)
+    blocks = np.repeat(np.repeat(rng.integers(40, 216, (14, 14, 3)), 16, axis=0), 16, axis=1)
+    return np.clip(blocks + rng.integers(-20, 21, blocks.shape), 0, 255).astype(np.uint8)
+
+
+def test_step5_symptoms_say_where_and_how_the_crop_differs() -> None:
+    reference = _textured()
+    moved = np.roll(reference, -3, axis=1)  # the reference seen from a window 3 px to the right
+    assert "3 px to the right of the reference's" in describe_difference(moved, reference)
+    soft = reference.astype(np.float32)
+    soft = (soft + np.roll(soft, 1, 0) + np.roll(soft, -1, 0) + np.roll(soft, 1, 1) + np.roll(soft, -1, 1)) / 5
+    assert "blurrier than the reference" in describe_difference(soft.astype(np.uint8), reference)
+    banded = reference.copy()
+    banded[:, -8:] = 255 - banded[:, -8:]
+    assert "along the crop's right" in describe_difference(banded, reference)
+    tinted = np.clip(reference.astype(np.int16) + (12, 0, 0), 0, 255).astype(np.uint8)
+    assert "colours are off" in describe_difference(tinted, reference)
+
+
+STEP5_RECIPE = ("headroom", "fastupsample", "simplejpeg", "interpolate", "larger scale", "1/2, 1/4 or 1/8",
+                "only at", "antialias")
+
+
+def test_step5_messages_and_todo_name_symptoms_not_the_recipe() -> None:
+    """The pixel check reports what it saw; the TODO says what to build and where it is measured. The techniques and
+    the margin's size climb through the hints (grader/hints/ex01_profile_and_fix.toml) instead."""
+    check = inspect.getsource(ex01_checks.decode_less_crop_matches_reference) + inspect.getsource(describe_difference)
+    stub = (REPO_ROOT / "exercises" / f"{EXERCISE}.py").read_text()
+    todo = stub[stub.index("# TODO(step 5)"):]
+    for word in STEP5_RECIPE:
+        assert word not in check, f"the step 5 pixel check's message names the recipe ({word!r})"
+        assert word not in todo, f"TODO(step 5) names the recipe ({word!r})"
+
+
+def _section(path, title: str, following: str) -> list[dict]:
+    cells = _cells(path)
+    start = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith(title))
+    end = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith(following))
+    return cells[start:end]
+
+
+# What each decode-less technique of notebook 01, section 5 looks like in code: a cell may measure one or two (the
+# second against the first), never assemble exercise 01's step 5 from them.
+TECHNIQUES = {"fast upsampling": ("fastupsample=True",), "a vectorised kernel": ("torch_resize(", "interpolate("),
+              "a smaller DCT scale": ("draft(", "min_height"), "only the window": ("window_of(", "box=crop_window")}
+
+
+def test_notebook_01_measures_each_decode_less_technique_alone() -> None:
+    section = _section(NOTEBOOKS[1], "## 5. Decode less", "## 6. Exercise 01")
+    text = "".join("".join(c["source"]) for c in section)
+    for cell in (c for c in section if c["cell_type"] == "code"):
+        source = "".join(cell["source"])
+        used = [name for name, marks in TECHNIQUES.items() if any(mark in source for mark in marks)]
+        assert len(used) <= 2, f"a section 5 cell combines {used}: measure each alone, the exercise combines them"
+    assert "decode_jpeg_header" in text and "progressive" in text, "section 5 counts the kinds of JPEG from headers"
+    assert "AVX2" in text and "NEON" in text, "section 5 says which CPU the vectorised resize's gain was measured on"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import multiprocessing.process
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -22,9 +23,10 @@ import numpy as np
 from grader.support import ANY_IMAGE_SAMPLES, batch_layout, dataset_samples, require, within
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import (DECODE_ERRORS, MEAN_TOLERANCE, WORST_TOLERANCE, CorruptImage, Sample, beyond, broken_files,
-                              far_kind, file_kind, list_samples, mean_abs_difference, named, reference_crop)
-from loaderlab.paths import dataset_dir
+from loaderlab.images import (CROP, DECODE_ERRORS, MEAN_TOLERANCE, RESIZE, WORST_TOLERANCE, CorruptImage, Sample,
+                              beyond, broken_files, crop_window, far_kind, file_kind, list_samples, mean_abs_difference,
+                              named, reference_crop)
+from loaderlab.paths import active_profile, dataset_dir
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
 PRELOAD = ("numpy", "PIL.Image")
@@ -46,15 +48,13 @@ ALIGNED_WORST_TOLERANCE = 10.0
 MEAN_OVER_AT_LEAST = 30  # smaller sets are judged image by image
 FAST_TARGET = 1.5      # measured 1.9-2.0x for draft + one-call crop-resize, 1.2x for uint8 alone
 # Step 5 is judged with the course's plain tolerance (MEAN_TOLERANCE, WORST_TOLERANCE: no alignment search), on
-# every image, against reference_crop's speed on one thread. Measured on the 200 ci train images, mean / worst
-# image: power-of-two DCT scale right down to 224 + torch's antialiased resize of an integer window 1.29 / 4.13
-# (on 640 workshop images 1.33 / 7.01: the solution keeps 15% headroom, 0.87 / 3.56), full decode + the same
-# resize 0.83 / 3.03; wrong routes: any eighth scale simplejpeg picks for a 256 short side
-# 2.48 / 7.30, always 1/2 (below 224 for small images, then upsampled) 2.72 / 7.45, a scale too far 3.37 / 9.68,
-# the window 8 px (a block) off 16.4 / 46.9.
-# The solution's speed with the kinds of file of data_gen's generator 2 among the 64 timed files (a PNG and the
-# progressive files gain little from decoding less), ci, 2 runs under the CPU lock on the busy 2-core box
-# (2026-11-28): 2.11x and 2.12x, against 2.66x and 2.68x on generator 1's all-4:2:0 files in the same runs.
+# every image the contract names (decode_less_samples), against reference_crop's speed on one thread. Measured on
+# ci's 200 training images (generator version 3: the kinds of file, and the images planted at each DCT scale's
+# edge), mean / worst image: the solution 1.16 / 3.89; its power-of-two DCT scale right down to 224 (no headroom)
+# 1.60 / 6.98, past 6.0 on the two planted grid images (on workshop's 9,000 of an all-4:2:0 generator with the
+# planted sizes: 1.58 / 9.40, nine past 6.0; the solution 1.22 / 5.86);
+# wrong routes: any eighth scale simplejpeg picks for a 256 short side 2.53 / 7.30, always 1/2 (below 224 for
+# small images, then upsampled) 2.68 / 7.45, the window 8 px (a block) off 15.3 / 44.6.
 DECODE_LESS_TARGET = 1.75
 
 EDGE_SAMPLES = 6
@@ -474,34 +474,172 @@ def _crop_or_fail(ex: ModuleType, crop: Callable[[Path], Any], path: Path, what:
     return image
 
 
-PNG_ADVICE = ("A PNG is readable, but it is not a JPEG: it has no DCT to scale. Decode a file that is not a JPEG "
-              "fully (exercise 01's fast crop) and crop that.")
+def _sizes(samples: list[Sample]) -> list[tuple[int, int]]:
+    """Each file's (width, height), from its header (Pillow's lazy open decodes no pixels)."""
+    from PIL import Image
+
+    sizes = []
+    for sample in samples:
+        with Image.open(sample.path) as image:
+            sizes.append(image.size)
+    return sizes
+
+
+def decode_less_samples() -> tuple[list[Sample], set[Sample]]:
+    """The training images step 5's contract speaks of, in file order, and those of them its mean is taken over.
+
+    Every image is judged on its own; the mean is taken over ANY_IMAGE_SAMPLES spread evenly (all of ci). On ci
+    that is every training image; on a larger profile, those spread evenly plus every image a decode at 1/2 or
+    smaller can reach (a crop window at least 2 x 224 px on a side, from the headers): a mean over those alone would
+    weigh the hardest images most."""
+    samples = dataset_samples("train")
+    spread = set(dataset_samples("train", ANY_IMAGE_SAMPLES))
+    if active_profile() == "ci":
+        return samples, spread
+    reachable = []
+    for width, height in _sizes(samples):
+        left, top, right, bottom = crop_window(width, height)
+        reachable.append(max(right - left, bottom - top) >= 2 * CROP)
+    return [s for s, reach in zip(samples, reachable) if reach or s in spread], spread
+
+
+def _ahead(function: Callable[[Path], T], paths: list[Path], depth: int = 4) -> Iterator[T]:
+    """function(path) for each path, in order, computed on a helper thread up to `depth` paths ahead of the caller."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="grader-reference") as pool:
+        pending = deque(pool.submit(function, path) for path in paths[:depth])
+        for path in paths[depth:]:
+            yield pending.popleft().result()
+            pending.append(pool.submit(function, path))
+        while pending:
+            yield pending.popleft().result()
+
+
+def _size_note(path: Path) -> str:
+    """'WxH, short side S px, crop window W px = R x 224' from the file's header."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        width, height = image.size
+    window = min(width, height) * CROP / RESIZE
+    return (f"{width}x{height}, short side {min(width, height)} px, crop window {window:.1f} px = "
+            f"{window / CROP:.2f} x 224")
+
+
+LUMA = np.array([0.299, 0.587, 0.114], np.float32)
+SHIFT_REACH = 12   # pixels searched in each direction for a crop that lies elsewhere
+BORDER = 8         # the outer pixels of the crop compared with its inside
+
+
+def _detail(image: np.ndarray) -> np.ndarray:
+    """How much each inner pixel's brightness stands out from its four neighbours: large on edges and fine patterns."""
+    luma = image.astype(np.float32) @ LUMA
+    return np.abs(4 * luma[1:-1, 1:-1] - luma[:-2, 1:-1] - luma[2:, 1:-1] - luma[1:-1, :-2] - luma[1:-1, 2:])
+
+
+def _best_shift(image: np.ndarray, reference: np.ndarray) -> tuple[int, int, float]:
+    """(down, right, difference): the whole-pixel move of `image` that brings its core closest to the reference."""
+    core = image.astype(np.float32)[SHIFT_REACH:-SHIFT_REACH, SHIFT_REACH:-SHIFT_REACH]
+    target = reference.astype(np.float32)
+    height, width = core.shape[:2]
+    return min(((down, right, float(np.abs(core - target[SHIFT_REACH + down : SHIFT_REACH + down + height,
+                                                          SHIFT_REACH + right : SHIFT_REACH + right + width]).mean()))
+                for down in range(-SHIFT_REACH, SHIFT_REACH + 1) for right in range(-SHIFT_REACH, SHIFT_REACH + 1)),
+               key=lambda found: found[2])
+
+
+def describe_difference(image: np.ndarray, reference: np.ndarray) -> str:
+    """Where and how a uint8 crop differs from its reference, as one would see them side by side: placement, the
+    parts of the picture that differ most, sharpness, a border band, a colour cast."""
+    difference = np.abs(image.astype(np.float32) - reference.astype(np.float32))
+    per_pixel = difference.mean(axis=2)
+    seen = []
+    down, right, moved = _best_shift(image, reference)
+    still = float(per_pixel[SHIFT_REACH:-SHIFT_REACH, SHIFT_REACH:-SHIFT_REACH].mean())
+    if (down, right) != (0, 0) and moved < still / 2:
+        across = f"{abs(right)} px to the {'right' if right > 0 else 'left'}" if right else ""
+        along = f"{abs(down)} px {'below' if down > 0 else 'above'}" if down else ""
+        seen.append(f"its picture is the reference's seen from a window {' and '.join(filter(None, (across, along)))} "
+                    f"of the reference's, in crop pixels ({moved:.1f} levels apart once moved back, {still:.1f} as "
+                    "it is)")
+    detail = _detail(reference)
+    busy = detail >= np.percentile(detail, 80)
+    on_detail, elsewhere = float(per_pixel[1:-1, 1:-1][busy].mean()), float(per_pixel[1:-1, 1:-1][~busy].mean())
+    where = "concentrates on edges and fine patterns" if on_detail > 2 * elsewhere else "is spread over the picture"
+    seen.append(f"the difference {where} ({on_detail:.1f} levels on the most detailed fifth of the crop, "
+                f"{elsewhere:.1f} on the rest)")
+    sharpness = float(_detail(image).mean() / max(float(detail.mean()), 1e-6))
+    if not 0.85 <= sharpness <= 1.15:
+        seen.append(f"it is {'sharper' if sharpness > 1 else 'blurrier'} than the reference (its fine detail is "
+                    f"{sharpness:.0%} of the reference's)")
+    inside = float(per_pixel[BORDER:-BORDER, BORDER:-BORDER].mean())
+    inner = slice(BORDER, -BORDER)  # each band without the corners it shares with its neighbours
+    bands = {side: float(band.mean()) for side, band in (
+        ("top", per_pixel[:BORDER, inner]), ("bottom", per_pixel[-BORDER:, inner]),
+        ("left", per_pixel[inner, :BORDER]), ("right", per_pixel[inner, -BORDER:]))}
+    strongest = max(bands.values())
+    edges = [f"{side} ({level:.1f})" for side, level in sorted(bands.items(), key=lambda band: -band[1])
+             if level > 1.5 * inside + 1 and level >= strongest / 2]
+    if edges:
+        seen.append(f"it is worst along the crop's {' and '.join(edges)} edge{'s' * (len(edges) > 1)} (levels in "
+                    f"the outer {BORDER} px; {inside:.1f} inside)")
+    cast = (image.astype(np.float32) - reference.astype(np.float32)).mean(axis=(0, 1))
+    if float(np.abs(cast).max()) > max(1.0, 0.5 * float(difference.mean())):
+        seen.append("its colours are off: red, green, blue " + ", ".join(f"{value:+.1f}" for value in cast)
+                    + " levels on average")
+    return "; ".join(seen)
+
+
+def _by_window(samples: list[Sample], differences: list[float]) -> str:
+    """The mean difference per range of crop-window size (in multiples of 224 px), with the image counts."""
+    sides = [min(size) for size in _sizes(samples)]
+    ranges = [(1, 2), (2, 4), (4, 8), (8, None)]
+    parts = []
+    for low, high in ranges:
+        picked = [d for side, d in zip(sides, differences)
+                  if side * CROP / RESIZE >= low * CROP and (high is None or side * CROP / RESIZE < high * CROP)]
+        if picked:
+            span = f"{low}-{high} x 224" if high else f"{low} x 224 and more"
+            parts.append(f"{span}: {np.mean(picked):.2f} levels over {len(picked)} images")
+    return "; ".join(parts)
+
+
+PNG_ADVICE = "A PNG is readable, but it is not a JPEG: the contract asks for its crop too."
 
 
 def _advice_for(path: Path) -> str:
-    """What to say when decode_less_crop raises on a readable file: a PNG, whatever its name, has no DCT."""
+    """What to say when decode_less_crop raises on a readable file: a PNG, whatever its name, is not a JPEG."""
     return PNG_ADVICE if file_kind(path.read_bytes()) == "png-named-jpg" else "This file is readable."
 
 
 def decode_less_crop_matches_reference(ex: ModuleType) -> None:
     crop = require(ex, "decode_less_crop")
-    samples = dataset_samples("train", ANY_IMAGE_SAMPLES)   # "on every image": every training image of ci
+    samples, averaged = decode_less_samples()
+    references = _ahead(reference_crop, [s.path for s in samples])
     differences = [mean_abs_difference(_crop_or_fail(ex, crop, s.path, named(s.path), _advice_for(s.path)),
-                                       reference_crop(s.path)) for s in samples]
-    worst = int(np.argmax(differences))
-    mean = float(np.mean(differences))
-    if mean > MEAN_TOLERANCE or differences[worst] > WORST_TOLERANCE:
+                                       next(references)) for s in samples]
+    mean = float(np.mean([d for s, d in zip(samples, differences) if s in averaged]))
+    past = sorted(range(len(samples)), key=lambda i: -differences[i])
+    past = [i for i in past if differences[i] > WORST_TOLERANCE]
+    if mean > MEAN_TOLERANCE or past:
+        worst = past[0] if past else int(np.argmax(differences))
+        image = _crop_or_fail(ex, crop, samples[worst].path, samples[worst].path.name)
+        listed = "; ".join(f"{samples[i].path.parent.name}/{named(samples[i].path)}, {_size_note(samples[i].path)}: "
+                           f"{differences[i]:.2f}" for i in past[:5]) + ("; ..." if len(past) > 5 else "")
+        kind = far_kind(differences, samples, WORST_TOLERANCE) if past else None
+        shared = f". Every one of them is of kind {kind}; every file of another kind is within" if kind else ""
+        on_average = (f"{mean:.2f} levels on average, over the {MEAN_TOLERANCE} allowed" if mean > MEAN_TOLERANCE
+                      else f"{mean:.2f} levels on average (within {MEAN_TOLERANCE})")
+        over = f"{len(averaged)} training images" + (f" spread evenly (of the {len(samples)} read)"
+                                                      if len(averaged) < len(samples) else "")
         raise AssertionError(
-            f"decode_less_crop differs from reference_crop by {mean:.2f} levels on average (allowed "
-            f"{MEAN_TOLERANCE}) and {differences[worst]:.2f} on {named(samples[worst].path)} (allowed "
-            f"{WORST_TOLERANCE}), over {len(samples)} images.{beyond(differences, samples, WORST_TOLERANCE)} " + (
-                "" if far_kind(differences, samples, WORST_TOLERANCE) else
-                "That is a misplaced window: scale the crop window by the decoded size over the original one, "
-                "on both axes, and slice it where it lands." if differences[worst] > 4 * WORST_TOLERANCE else
-                "Decode at a DCT scale that leaves the window at least 224 pixels wide (a smaller one is scaled "
-                "up and blurs), with some headroom (just above 224 the decoder's reduction keeps aliasing that "
-                "the reference filters out), only at 1/2, 1/4 or 1/8 (the other eighths are further from the "
-                "reference), and resize the window with an antialiased bilinear filter."))
+            f"over {over}, decode_less_crop differs from reference_crop by {on_average}; "
+            + (f"{len(past)} images are past the {WORST_TOLERANCE} allowed for any one image: {listed}{shared}" if past
+               else f"no image is past {WORST_TOLERANCE}")
+            + f". On {named(samples[worst].path)}, {describe_difference(image, reference_crop(samples[worst].path))}. "
+            f"Mean difference by crop window size: {_by_window(samples, differences)}.")
     first = samples[0].path
     with tempfile.TemporaryDirectory(prefix="loaderlab-ex01-") as tmp:
         from PIL import Image
@@ -511,8 +649,8 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
             image.convert("RGB").save(png)
         difference = mean_abs_difference(_crop_or_fail(ex, crop, png, "a PNG file", PNG_ADVICE), reference_crop(png))
     assert difference <= WORST_TOLERANCE, (
-        f"on a PNG file, decode_less_crop differs from reference_crop by {difference:.2f} levels (allowed "
-        f"{WORST_TOLERANCE}). {PNG_ADVICE}")
+        f"on a PNG file (not a JPEG; {_size_note(png)}), decode_less_crop differs from reference_crop by "
+        f"{difference:.2f} levels (allowed {WORST_TOLERANCE}).")
 
 
 def decode_less_crop_raises_on_broken_files(ex: ModuleType) -> None:
@@ -552,9 +690,40 @@ def decode_less_crop_reads_the_file_each_call(ex: ModuleType) -> None:
         "your decode, and serves stale data when files change.")
 
 
+def _windows_under(samples: list[Sample], times: int) -> list[Sample]:
+    """The samples whose crop window is under `times` x 224 px on both sides (from the headers)."""
+    kept = []
+    for sample, (width, height) in zip(samples, _sizes(samples)):
+        left, top, right, bottom = crop_window(width, height)
+        if max(right - left, bottom - top) < times * CROP:
+            kept.append(sample)
+    return kept
+
+
+def _timed_samples() -> list[Sample]:
+    """DECODE_LESS_SAMPLES training images spread evenly, each one a decode at 1/4 could reach (a crop window of
+    4 x 224 px or more) replaced by the nearest image before it that it could not reach.
+
+    One 2048 px photo takes reference_crop as long as fifteen of ImageNet's size, so a sample holding one measures
+    that photo (step 4's draft crop passed 1.75x on such a sample); the images kept are those the target was set on
+    before data_gen planted large sizes."""
+    samples = dataset_samples("train")
+    typical = set(_windows_under(samples, 4))
+    chosen = []
+    for sample in dataset_samples("train", DECODE_LESS_SAMPLES):
+        at = samples.index(sample)
+        while at > 0 and samples[at] not in typical:
+            at -= 1
+        chosen.append(samples[at])
+    return chosen
+
+
 def decode_less_crop_is_faster(ex: ModuleType) -> Comparison:
     crop = require(ex, "decode_less_crop")
-    paths = [s.path for s in dataset_samples("train", DECODE_LESS_SAMPLES)]
+    paths = [s.path for s in _timed_samples()]
+    _crop_or_fail(ex, crop, paths[0], paths[0].name)  # whatever it imports is imported now
+    if "torch" in sys.modules:  # "on one thread": torch's own pool would spin against a busy core
+        sys.modules["torch"].set_num_threads(1)
     return compare(
         lambda: map(reference_crop, paths),
         lambda: map(crop, paths),
