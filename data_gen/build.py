@@ -29,7 +29,7 @@ from data_gen.render import encode_image, planned_sizes, render_image
 
 GENERATOR_VERSION = 3
 """Bump when the bytes a seed produces change, so old datasets count as different (2: train and val mix the kinds of
-file of data_gen.encodings; 3: a few training images at planned sizes, data_gen.render.PLANNED_SIZES)."""
+file of data_gen.encodings; 3: a few training images at planned sizes, data_gen.render.PLANNED_SIZES, where the classes are balanced)."""
 
 SPLIT_IDS: dict[str, int] = {"train": 0, "val": 1, "dirty": 2}
 KIND_STREAM = 3  # seeds the draw of which train and val files get which kind, apart from every file's own draws
@@ -138,7 +138,9 @@ def plan(out: Path, params: dict) -> list[Task]:
     seed, tasks = params["seed"], []
     for label in range(len(CLASSES)):
         count = params["train_class_counts"][label]
-        sizes = planned_sizes(label, count)
+        # Planned sizes only where classes are balanced: a balanced sampler over an imbalanced set would draw a rare
+        # class's planned images (up to 2048 px on the short side) ten times as often, and time their decode.
+        sizes = planned_sizes(label, count) if params["imbalance"] == 1 else {}
         tasks += [Task(str(out), "train", label, i, seed, "ok", sizes.get(i)) for i in range(count)]
         tasks += [Task(str(out), "val", label, i, seed, "ok") for i in range(params["val_per_class"])]
         statuses = _dirty_statuses(label, params["corrupt"])

@@ -183,6 +183,9 @@ def test_other_seed_and_imbalance(ci_rows: list[dict], tmp_path: Path) -> None:
     assert train[0] == CI.train_per_class and train[0] / train[9] == pytest.approx(4, rel=0.1)
     assert all(train[i] >= train[i + 1] for i in range(9))
     assert Counter(r["label"] for r in rows if r["split"] == "val") == {i: CI.val_per_class for i in range(10)}
+    # no planned sizes where the classes are skewed: a balanced sampler would draw a rare class's large images
+    # (up to 2048 px) ten times as often
+    assert all(min(int(r["width"]), int(r["height"])) <= 600 for r in rows if r["split"] == "train")
 
 
 def test_second_run_has_nothing_to_do(ci_data: Path) -> None:
