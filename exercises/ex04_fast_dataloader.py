@@ -49,7 +49,9 @@ class CenterCropDataset(Dataset):
       (it also raises a clear error for a missing root or an empty class folder);
     - the image is the 256-short-side resize + 224 centre crop, in RGB, channels
       first, uint8: within 2.0 levels on average (6.0 for any image) of
-      `loaderlab.images.reference_crop`;
+      `loaderlab.images.reference_crop`, the large images too: where a decoder
+      scales by a power of two, it must keep the crop clear of that scale's
+      aliasing (notebook 01 measures it);
     - with `augment`, a horizontal flip with probability 1/2, drawn from a generator
       of the process that loads the sample: each worker process has its own (see
       `seed_worker`), so workers never repeat each other's flips.

@@ -9,11 +9,12 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 
 
 @pytest.mark.step(1, "one cheap sample")
+@pytest.mark.timeout_s(300)  # on workshop it reads about 2,900 images: 37 s on the 2-core machine
 def test_one_sample_matches_the_reference(grade):
     """CenterCropDataset(root), root given as a str relative to the working directory, has one sample per image;
     item i is (uint8 (3, 224, 224) tensor, int label) in file order, within 2.0 levels on average (6.0 for any image)
-    of the reference 256-resize + 224 centre crop, over every training image of ci (200, spread evenly, on larger
-    profiles)."""
+    of the reference 256-resize + 224 centre crop, over every training image of ci (on a larger profile: 200 spread
+    evenly, the mean's, plus every image a decode at 1/2 or smaller can reach, each held to 6.0)."""
     grade()
 
 

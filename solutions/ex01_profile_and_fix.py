@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from loaderlab.images import CROP, DECODE_ERRORS, RESIZE, Sample, crop_window, decode_failure_reason
+from loaderlab.images import CROP, DECODE_ERRORS, RESIZE, Sample, crop_window, decode_failure_reason, draft_size
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,8 @@ def fast_center_crop(path: Path | str) -> np.ndarray:
     """The reference 256-resize + 224 centre crop as uint8 HWC, computed cheaply.
 
     JPEG draft mode decodes large images at 1/2 or 1/4 scale (never below the
-    resize target), and one resize call with `box` crops and scales together.
+    resize target, with `loaderlab.images.DRAFT_HEADROOM` above it), and one resize call with `box` crops and
+    scales together.
     """
     with Image.open(path) as image:
         width, height = image.size
@@ -55,7 +56,7 @@ def fast_center_crop(path: Path | str) -> np.ndarray:
             resized = (RESIZE, int(RESIZE * height / width))
         else:
             resized = (int(RESIZE * width / height), RESIZE)
-        image.draft("RGB", resized)
+        image.draft("RGB", draft_size(width, height))  # room above the resize: a DCT scale right at it aliases
         left = round((resized[0] - CROP) / 2.0)
         top = round((resized[1] - CROP) / 2.0)
         scale_x, scale_y = image.size[0] / resized[0], image.size[1] / resized[1]

@@ -20,13 +20,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import ANY_IMAGE_SAMPLES, batch_layout, dataset_samples, require, within
+from grader.support import (ANY_IMAGE_SAMPLES, any_image_samples, batch_layout, dataset_samples, header_sizes,
+                            in_promised_type, relative_str, require, within)
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import (CROP, DECODE_ERRORS, MEAN_TOLERANCE, RESIZE, WORST_TOLERANCE, CorruptImage, Sample,
                               beyond, broken_files, crop_window, far_kind, file_kind, list_samples, mean_abs_difference,
                               named, reference_crop)
-from loaderlab.paths import active_profile, dataset_dir
+from loaderlab.paths import dataset_dir
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
 PRELOAD = ("numpy", "PIL.Image")
@@ -474,33 +475,11 @@ def _crop_or_fail(ex: ModuleType, crop: Callable[[Path], Any], path: Path, what:
     return image
 
 
-def _sizes(samples: list[Sample]) -> list[tuple[int, int]]:
-    """Each file's (width, height), from its header (Pillow's lazy open decodes no pixels)."""
-    from PIL import Image
-
-    sizes = []
-    for sample in samples:
-        with Image.open(sample.path) as image:
-            sizes.append(image.size)
-    return sizes
-
-
 def decode_less_samples() -> tuple[list[Sample], set[Sample]]:
-    """The training images step 5's contract speaks of, in file order, and those of them its mean is taken over.
-
-    Every image is judged on its own; the mean is taken over ANY_IMAGE_SAMPLES spread evenly (all of ci). On ci
-    that is every training image; on a larger profile, those spread evenly plus every image a decode at 1/2 or
-    smaller can reach (a crop window at least 2 x 224 px on a side, from the headers): a mean over those alone would
-    weigh the hardest images most."""
-    samples = dataset_samples("train")
-    spread = set(dataset_samples("train", ANY_IMAGE_SAMPLES))
-    if active_profile() == "ci":
-        return samples, spread
-    reachable = []
-    for width, height in _sizes(samples):
-        left, top, right, bottom = crop_window(width, height)
-        reachable.append(max(right - left, bottom - top) >= 2 * CROP)
-    return [s for s, reach in zip(samples, reachable) if reach or s in spread], spread
+    """The training images step 5's contract speaks of, in file order, and those of them its mean is taken over
+    (`grader.support.any_image_samples`: every image of ci; on a larger profile an even spread plus every image a
+    decode at 1/2 or smaller can reach)."""
+    return any_image_samples("train")
 
 
 def _ahead(function: Callable[[Path], T], paths: list[Path], depth: int = 4) -> Iterator[T]:
@@ -594,7 +573,7 @@ def describe_difference(image: np.ndarray, reference: np.ndarray) -> str:
 
 def _by_window(samples: list[Sample], differences: list[float]) -> str:
     """The mean difference per range of crop-window size (in multiples of 224 px), with the image counts."""
-    sides = [min(size) for size in _sizes(samples)]
+    sides = [min(size) for size in header_sizes(samples)]
     ranges = [(1, 2), (2, 4), (4, 8), (8, None)]
     parts = []
     for low, high in ranges:
@@ -651,6 +630,14 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
     assert difference <= WORST_TOLERANCE, (
         f"on a PNG file (not a JPEG; {_size_note(png)}), decode_less_crop differs from reference_crop by "
         f"{difference:.2f} levels (allowed {WORST_TOLERANCE}).")
+    given = relative_str(first)  # the contract takes a Path or a str: every other call here passes a Path
+    image = in_promised_type(lambda path: within(30, f"decode_less_crop({given!r})", lambda: crop(path)), given,
+                             first, f"decode_less_crop({given!r}), the path given as a str,", "with the path as a Path",
+                             "The contract takes the path as a Path or a str.")
+    difference = mean_abs_difference(np.asarray(image), reference_crop(first))
+    assert difference <= WORST_TOLERANCE, (
+        f"decode_less_crop({given!r}), the path given as a str, differs from reference_crop by {difference:.2f} "
+        f"levels (allowed {WORST_TOLERANCE}); given as a Path, the same file was within it.")
 
 
 def decode_less_crop_raises_on_broken_files(ex: ModuleType) -> None:
@@ -693,7 +680,7 @@ def decode_less_crop_reads_the_file_each_call(ex: ModuleType) -> None:
 def _windows_under(samples: list[Sample], times: int) -> list[Sample]:
     """The samples whose crop window is under `times` x 224 px on both sides (from the headers)."""
     kept = []
-    for sample, (width, height) in zip(samples, _sizes(samples)):
+    for sample, (width, height) in zip(samples, header_sizes(samples)):
         left, top, right, bottom = crop_window(width, height)
         if max(right - left, bottom - top) < times * CROP:
             kept.append(sample)
