@@ -19,7 +19,8 @@ import numpy as np
 from PIL import Image
 
 from grader.support import (ANY_IMAGE_SAMPLES, CudaStandIn, NotGradedHere, assert_near_reference_crops, child_processes,
-                            dataset_samples, no_leaks, on_cuda_stand_in, require, within)
+                            dataset_samples, in_promised_type, no_leaks, on_cuda_stand_in, relative_str, require,
+                            within)
 from loaderlab.bench import Comparison
 from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, list_samples, mean_abs_difference,
                               reference_crop)
@@ -352,15 +353,22 @@ def loader_yields_device_batches_in_order(ex: ModuleType) -> None:
             setting = f"gpu_decode_loader(shard_dir, batch_size={BATCH}, device={str(device)!r}, num_workers={workers})"
             started: list[int] = []
 
-            def run() -> list[Any]:
+            def run(folder: Any, on: Any) -> list[Any]:
                 before = {p.pid for p in child_processes()}
-                iterator = iter(gpu_decode_loader(shard_dir, BATCH, device, workers))
+                iterator = iter(gpu_decode_loader(folder, BATCH, on, workers))
                 first = next(iterator)
-                started.append(len({p.pid for p in child_processes()} - before))
+                started[:] = [len({p.pid for p in child_processes()} - before)]
                 return [first, *iterator]
 
             with no_leaks(setting), _counting_decoder(ex) as calls:
-                batches = within(90, setting, run)
+                if workers:
+                    batches = within(90, setting, lambda: run(shard_dir, device))
+                else:  # the contract's other types: shard_dir as a relative str, the device as a str
+                    batches = in_promised_type(
+                        lambda given: within(90, setting, lambda: run(*given)), (relative_str(shard_dir), str(device)),
+                        (shard_dir, device), f"{setting}, with shard_dir and the device given as strs,",
+                        "with a Path and a torch.device", "The contract takes shard_dir as a Path or a str and the "
+                        "device as a torch.device or a str.")
             assert started[0] == workers, (
                 f"{setting}: {started[0]} worker processes were reading, not {workers}: pass num_workers on to the "
                 "DataLoader, so that the shards are read by worker processes.")
