@@ -24,9 +24,8 @@ data: $(INSTALLED)  ## the dataset for PROFILE (default workshop); nothing to do
 	$(PY) -m data_gen --profile $(PROFILE)
 	$(PY) -m data_gen --profile $(PROFILE) --imbalance 10
 
-data-ci: $(INSTALLED)
-	$(PY) -m data_gen --profile ci
-	$(PY) -m data_gen --profile ci --imbalance 10
+data-ci: PROFILE = ci
+data-ci: data  ## the small dataset the tests use: `make data PROFILE=ci`
 
 grade: $(INSTALLED)  ## grade your exercises [EX=ex11: that one only] [NAME="your name": saved with your results, for an instructor]
 	$(if $(EX),$(if $(wildcard grader/test_$(EX)_*.py grader/test_$(EX).py),,$(error EX=$(EX) names no exercise; choose one of: $(foreach f,$(wildcard grader/test_ex*.py),$(word 2,$(subst _, ,$(notdir $f)))))))
@@ -44,7 +43,7 @@ league: $(INSTALLED) data  ## the league table on PROFILE's data: the course's l
 # The league's optional peers live in requirements-peers.txt (DALI: a 424 MB wheel, Linux only; SPDL: FFmpeg's libraries
 # from the system), out of the lock.
 league-peers: $(INSTALLED)  ## the league's optional peers (requirements-peers.txt): NVIDIA DALI (Linux only), torchcodec, SPDL (needs FFmpeg 4-8)
-	if [ -x $(VENV)/bin/uv ]; then $(VENV)/bin/uv pip install --python $(PY) -r requirements-peers.txt; else $(PY) -m pip install -r requirements-peers.txt; fi
+	$(INSTALL) install -r requirements-peers.txt --installer $(INSTALLER)
 
 playbook: $(INSTALLED)  ## the page you keep: this machine, your measured figures per module, the capstone's run (.grader/playbook.md and .html)
 	$(PY) -m grader.playbook
@@ -80,63 +79,35 @@ hint: $(INSTALLED)  ## make hint EX=ex02 [LEVEL=2] [CHECK=a_check_the_grade_name
 quiz: $(INSTALLED)  ## make quiz M=04: the module's self-check questions, graded here
 	$(PY) -m grader.quiz $(M)
 
-# `make test` runs every phase even when one fails, then prints each phase's time and fails if any did.
-# What times nothing runs in parallel (pytest-xdist): the project tests with the graders' correctness
-# checks on solutions/ in one session, UNTIMED_WORKERS at a time (three on 2 cores: the third keeps the cores
-# busy while the tests of hangs and timeouts wait; measured 294 s with two, 236 s with three), then the same
-# checks again under spawn for the exercises that start processes, and the notebooks (a notebook's cells
-# together), two at a time. What measures speed (the `timing` tests, the
-# graders' throughput checks) runs last, alone.
-CI_PYTEST := LOADERLAB_PROFILE=ci LOADERLAB_WAITING_PROCESSES=10 $(PY) -m pytest
-# Where tests run side by side, torch's OpenMP threads must sleep, not spin, while they wait for work: three
-# trainings of the capstone's model at once took 20-30 s each with the default policy and 6-10 s with a passive
-# one (3.3 s alone; 2 cores, one run each). The timed phase keeps the default, as a learner's machine has it.
-PARALLEL_PYTEST := OMP_WAIT_POLICY=PASSIVE $(CI_PYTEST)
-PHASES := .grader/phases.txt
-UNTIMED_WORKERS ?= 3
-# The hand-out, as `make learner-copy` writes it (no solutions/, no tests/), beside the checkout: the notebooks run
-# there and the stubs are graded there (tests/test_course_structure.py), with only the copy importable.
-HANDOUT ?= $(or $(TMPDIR),/tmp)/loaderlab-handout-$(notdir $(CURDIR))
-HANDOUT_PYTEST := cd $(HANDOUT) && PYTHONPATH=$(HANDOUT)/.isolate:$(HANDOUT) OMP_WAIT_POLICY=PASSIVE LOADERLAB_PROFILE=ci \
-	LOADERLAB_WAITING_PROCESSES=10 $(CURDIR)/$(PY) -m pytest
-define run_phase
-start=$$SECONDS; $(2) || failed="$$failed; $(1)"; echo "  $$((SECONDS - start)) s  $(1)" >> $(PHASES)
-endef
+# `make test`: the phases of tests/phases.py (each declared once there: what it selects, how many at a time, where),
+# after a hand-out (`make learner-copy`, beside the checkout; HANDOUT=dir to choose where). Every phase runs even
+# when one fails; each phase's time is printed and written to .grader/phases.txt; the run fails if any phase did.
+RUN_PHASES := $(PY) -m tests.phases
 
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
-	@mkdir -p .grader; : > $(PHASES); failed=""; rm -rf $(HANDOUT); \
-	$(call run_phase,a hand-out (make learner-copy),$(PY) -m grader.learner_copy $(HANDOUT) --for-testing > /dev/null); \
-	$(call run_phase,untimed: project tests (stubs graded in the hand-out) + graders' correctness on solutions ($(UNTIMED_WORKERS) at a time),LOADERLAB_HANDOUT=$(HANDOUT) $(PARALLEL_PYTEST) tests/ grader/ --target solutions -m "not timing and not throughput" -n $(UNTIMED_WORKERS) --dist worksteal --durations=20); \
-	$(call run_phase,notebooks in the hand-out (two at a time),($(HANDOUT_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10)); \
-	$(call run_phase,graders' correctness on solutions under spawn (two at a time),$(PARALLEL_PYTEST) grader/ -m "starts_processes and not throughput and not spawn_case_of_its_own and not spawn_covered_by" --target solutions --start-method spawn -n 2 --dist worksteal --durations=10); \
-	$(call run_phase,timed: project tests that time + graders' timed checks on solutions (one at a time),$(CI_PYTEST) tests/ grader/ --target solutions -m "(timing or throughput) and not alternative_speed" --results .grader/solutions.json --durations=15); \
-	echo; echo "make test, time by phase:"; cat $(PHASES); \
-	if [ -n "$$failed" ]; then echo "FAILED$$failed"; exit 1; fi; echo "all phases passed"
+	$(RUN_PHASES) --phases course $(if $(HANDOUT),--handout $(HANDOUT))
 
-# The correct alternatives' timed checks (tests/alternatives/, `timed` in expect.toml), one at a time: run after changing
-# a timed target or an alternative. They left `make test` to keep it within 15 minutes on 2 cores (123 s there).
+# Run after changing a timed target or an alternative (tests/phases.py: ALTERNATIVES).
 test-alternatives: $(INSTALLED) data-ci  ## the correct alternatives against the timed targets their route could move, one at a time
-	$(CI_PYTEST) tests/test_graders.py -m alternative_speed --durations=15
+	$(RUN_PHASES) --phases alternatives --record .grader/alternatives.txt
 
 # The course on other Pythons (README "Platforms"), outside `make test`: for each of PYTHONS (a version, found as
 # pythonX.Y on PATH or with `pyenv prefix`, or an interpreter's path) a venv of its own, .venv-pyX.Y, gets the lock
 # from the same installer, then runs the graders' correctness checks on solutions/ and every notebook, as `make
 # test`'s untimed phases do. `make test-python VENV=.venv-py3.12 PYTHON=...` does one of them.
 PYTHONS ?= 3.12 3.13
+PYTHONS_RECORD := .grader/pythons.txt
 test-pythons:  ## make test-pythons [PYTHONS="3.12 3.13"]: install into .venv-pyX.Y and run the graders on solutions/ and the notebooks there
-	@mkdir -p .grader; : > .grader/pythons.txt; failed=""; \
+	@mkdir -p .grader; : > $(PYTHONS_RECORD); failed=""; \
 	for want in $(PYTHONS); do \
 	  py=$$want; case $$want in */*) ;; *) py=python$$want; $$py -c '' 2>/dev/null || py=$$(pyenv prefix $$want 2>/dev/null)/bin/python;; esac; \
-	  version=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || { echo "  no Python $$want here" >> .grader/pythons.txt; failed="$$failed $$want"; continue; }; \
-	  $(MAKE) --no-print-directory test-python VENV=.venv-py$$version PYTHON=$$py PHASES=.grader/pythons.txt || failed="$$failed $$want"; \
-	done; echo; echo "make test-pythons, time by phase:"; cat .grader/pythons.txt; \
+	  version=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || { echo "  no Python $$want here" >> $(PYTHONS_RECORD); failed="$$failed $$want"; continue; }; \
+	  $(MAKE) --no-print-directory test-python VENV=.venv-py$$version PYTHON=$$py || failed="$$failed $$want"; \
+	done; echo; echo "make test-pythons, time by phase:"; cat $(PYTHONS_RECORD); \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi; echo "all passed"
 
 test-python: $(INSTALLED) data-ci
-	@mkdir -p .grader; failed=""; echo "  $$(grep -h '^seconds=' $(INSTALLED) | cut -d= -f2) s  $(VENV): install ($$($(PY) -V))" >> $(PHASES); \
-	$(call run_phase,$(VENV): graders' correctness on solutions ($(UNTIMED_WORKERS) at a time),$(PARALLEL_PYTEST) grader/ --target solutions -m "not throughput" -n $(UNTIMED_WORKERS) --dist worksteal --durations=10); \
-	$(call run_phase,$(VENV): notebooks (two at a time),$(PARALLEL_PYTEST) --nbval-lax --nbval-current-env notebooks/ -n 2 --dist loadfile --durations=10); \
-	if [ -n "$$failed" ]; then echo "FAILED$$failed"; exit 1; fi
+	$(RUN_PHASES) --phases python --label $(VENV) --installed $(INSTALLED) --record $(PYTHONS_RECORD) --append
 
 clean:  ## generated data, grades and caches (keeps .venv)
 	rm -rf data .grader .pytest_cache

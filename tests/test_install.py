@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,10 +132,22 @@ def test_the_lock_picks_its_pins_by_python_version() -> None:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_test_python_installs_into_its_own_venv() -> None:
-    """`make test-python VENV=.venv-py3.12 PYTHON=...` creates that venv with that Python and grades there."""
+    """`make test-python VENV=.venv-py3.12 PYTHON=...` creates that venv with that Python and runs tests/phases.py's
+    PYTHON phases there: the graders on solutions/ and the notebooks."""
     out = subprocess.run(["make", "-n", "--no-print-directory", "-B", "test-python", "VENV=.venv-py3.12", "PYTHON=/opt/py312/bin/python"],
                          cwd=install.REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert "/opt/py312/bin/python -m venv .venv-py3.12" in out
     assert ".venv-py3.12/bin/python -m loaderlab.tools.install install" in out
-    assert ".venv-py3.12/bin/python -m pytest grader/ --target solutions" in out
-    assert ".venv-py3.12/bin/python -m pytest --nbval-lax" in out
+    assert ".venv-py3.12/bin/python -m tests.phases --phases python" in out
+    shown = subprocess.run([sys.executable, "-m", "tests.phases", "--phases", "python", "--dry-run"], cwd=install.REPO_ROOT,
+                           capture_output=True, text=True, check=True).stdout
+    assert f"{sys.executable} -m pytest grader/ --target solutions" in shown, shown
+    assert f"{sys.executable} -m pytest --nbval-lax" in shown, shown
+
+
+def test_league_peers_install_with_the_installer_the_lock_does() -> None:
+    """`install -r FILE` installs that file alone, with the installer chosen as for the lock (uv or pip)."""
+    python, peers = Path("/venv/bin/python"), Path("requirements-peers.txt")
+    for installer, front in (("uv", ["/venv/bin/uv", "pip", "install"]), ("pip", ["/venv/bin/python", "-m", "pip"])):
+        commands = install_commands(installer, python, None, sources={}, requirements=peers)
+        assert len(commands) == 1 and commands[0][:len(front)] == front and commands[0][-2:] == ["-r", str(peers)]

@@ -1,13 +1,13 @@
 """Install the course's pinned packages, fast and portable; the Makefile's install rule runs this.
 
-    python -m loaderlab.tools.install install [--installer auto|uv|pip] [--wheels DIR] [--record FILE]
+    python -m loaderlab.tools.install install [--installer auto|uv|pip] [--wheels DIR] [--record FILE] [-r FILE]
     python -m loaderlab.tools.install wheelhouse DIR
     python -m loaderlab.tools.install check-platforms
     python -m loaderlab.tools.install lock
 
 `install` puts requirements.txt (the lock) and this repo (editable) into the running interpreter's venv
 with uv, pinned to UV_VERSION and itself installed from the package index into the venv, or with plain pip
-where uv cannot be had (`--installer pip` forces pip). uv reads no pip configuration, so the index,
+where uv cannot be had (`--installer pip` forces pip); with `-r FILE`, that file instead (`make league-peers`). uv reads no pip configuration, so the index,
 extra indexes and find-links that pip is configured with are passed to it. With `--wheels DIR` every package
 comes from that folder and no index is asked. It records the installer and its time in `--record`
 (`make doctor` reports them). `wheelhouse` downloads every wheel the lock pins for this platform, uv's too.
@@ -195,8 +195,10 @@ def get_uv(python: Path, wheels: Path | None) -> Path | None:
 
 
 def install_commands(installer: str, python: Path, wheels: Path | None, uv: Path | None = None,
-                     sources: dict[str, list[str]] | None = None) -> list[list[str]]:
-    """The commands that install the lock, then this repo in editable mode, into the venv of `python`."""
+                     sources: dict[str, list[str]] | None = None,
+                     requirements: Path | None = None) -> list[list[str]]:
+    """The commands that install the lock, then this repo in editable mode, into the venv of `python`; or, given
+    `requirements`, that file alone."""
     if installer == "uv":
         base = [str(uv or venv_uv(python)), "pip", "install", "--python", str(python)]
         source = wheel_options("uv", wheels) if wheels else uv_source_options(pip_sources() if sources is None else sources)
@@ -207,14 +209,17 @@ def install_commands(installer: str, python: Path, wheels: Path | None, uv: Path
     # not write bytecode (PYTHONDONTWRITEBYTECODE, or a spawned worker of one) compiles torch and TensorFlow
     # from source at every import: a spawned DataLoader worker then starts in seconds more.
     compile_bytecode = ["--compile-bytecode"] if installer == "uv" else []
+    if requirements is not None:
+        return [[*base, *source, *compile_bytecode, "-r", str(requirements)]]
     return [
         [*base, *source, *compile_bytecode, "-r", str(LOCK)],
         [*base, *source, "--no-deps", "--no-build-isolation", "-e", str(REPO_ROOT)],
     ]
 
 
-def install(installer: str, wheels: Path | None, record: Path | None) -> int:
-    """Install with `installer` (auto: uv if it can be had, else pip); write what was done and how long it took."""
+def install(installer: str, wheels: Path | None, record: Path | None, requirements: Path | None = None) -> int:
+    """Install with `installer` (auto: uv if it can be had, else pip) the lock and this repo, or `requirements`;
+    write what was done and how long it took."""
     python = Path(sys.executable)
     why = unsupported_python(sys.version_info)
     if why:
@@ -233,7 +238,7 @@ def install(installer: str, wheels: Path | None, record: Path | None) -> int:
             return 1
         else:
             print(f"loaderlab.tools.install: uv {UV_VERSION} cannot be had here; installing with pip (slower)", file=sys.stderr)
-    for command in install_commands(chosen, python, wheels, uv):
+    for command in install_commands(chosen, python, wheels, uv, requirements=requirements):
         print("+", " ".join(command), flush=True)
         if subprocess.run(command).returncode:
             return 1
@@ -341,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto")
     run.add_argument("--wheels", type=Path, help="install only from this folder of wheels (no index)")
     run.add_argument("--record", type=Path, help="write the installer and its time here")
+    run.add_argument("-r", "--requirements", type=Path, help="install this file instead of the lock and this repo")
     house = steps.add_parser("wheelhouse", help="every pinned wheel for this platform into one folder")
     house.add_argument("folder", type=Path)
     steps.add_parser("check-platforms", help="the lock resolves to binary wheels on every platform")
@@ -350,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         wheels = args.wheels.resolve() if args.wheels else None
         if wheels and not wheels.is_dir():
             parser.error(f"--wheels {args.wheels}: no such folder (make one with `make wheelhouse WHEELS={args.wheels}`)")
-        return install(args.installer, wheels, args.record)
+        return install(args.installer, wheels, args.record, args.requirements)
     if args.step == "wheelhouse":
         return wheelhouse(args.folder.resolve())
     return check_platforms() if args.step == "check-platforms" else lock()
