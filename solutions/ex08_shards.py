@@ -60,22 +60,31 @@ def write_shards(root: Path | str, out_dir: Path | str, target_shard_mb: float) 
         raise FileExistsError(f"{out_dir} already holds shards; write into an empty folder (stale shards would be read too).")
     target_bytes = target_shard_mb * 1_000_000
     paths: list[Path] = []
-    tar: tarfile.TarFile | None = None
+
+    def next_shard() -> tarfile.TarFile:
+        paths.append(out_dir / SHARD_NAME.format(len(paths)))
+        return tarfile.open(paths[-1], "w", format=tarfile.PAX_FORMAT)
+
+    tar = next_shard() if samples else None
     try:
         for sample in samples:
-            if tar is None:
-                paths.append(out_dir / SHARD_NAME.format(len(paths)))
-                tar = tarfile.open(paths[-1], "w", format=tarfile.PAX_FORMAT)
-            key = sample.path.relative_to(root).with_suffix("").as_posix()
-            _add_member(tar, key + sample.path.suffix.lower(), sample.path.read_bytes())
-            _add_member(tar, key + LABEL_SUFFIX, str(sample.label).encode())
-            if tar.offset >= target_bytes:
+            data = sample.path.read_bytes()
+            if shard_is_full(tar, len(data), target_bytes):
                 tar.close()
-                tar = None
+                tar = next_shard()
+            key = sample.path.relative_to(root).with_suffix("").as_posix()
+            _add_member(tar, key + sample.path.suffix.lower(), data)
+            _add_member(tar, key + LABEL_SUFFIX, str(sample.label).encode())
     finally:
         if tar is not None:
             tar.close()  # the last, partial shard
     return paths
+
+
+def shard_is_full(tar: tarfile.TarFile, next_bytes: int, target_bytes: float) -> bool:
+    """Whether the open shard is closed before the next sample (of `next_bytes`) goes in: once it holds the target,
+    whatever comes next, so that it ends within one sample of the target and never empty."""
+    return tar.offset >= target_bytes
 
 
 def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -157,34 +166,44 @@ class ShardDataset(IterableDataset):
     def __iter__(self) -> Iterator[ShardSample]:
         info = get_worker_info()
         worker_id, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        samples: Iterable[ShardSample] = (sample for shard in self.shards_for(worker_id, num_workers)
-                                          for sample in self._read(shard))
+        samples = self.slot_samples(worker_id, num_workers)
         if self.shuffle:
-            rng = np.random.default_rng([self.seed, self.epoch, self.rank, worker_id])
-            samples = shuffle_buffer(samples, self.buffer_size, rng)
+            samples = self.mix(samples, np.random.default_rng([self.seed, self.epoch, self.rank, worker_id]))
         for sample in samples:
             yield sample if self.decode is None else sample._replace(data=self.decode(sample.data))
+
+    def slot_samples(self, worker_id: int, num_workers: int) -> Iterator[ShardSample]:
+        """The samples of one (rank, worker) slot's shards, shard after shard, each in written order."""
+        return (sample for shard in self.shards_for(worker_id, num_workers) for sample in self._read(shard))
+
+    def mix(self, samples: Iterable[ShardSample], rng: np.random.Generator) -> Iterator[ShardSample]:
+        """A slot's samples through the shuffle buffer (shuffle=True)."""
+        return shuffle_buffer(samples, self.buffer_size, rng)
 
     def _open(self, shard: Path) -> BinaryIO:
         """The shard as a file object: the local file, or its bytes fetched in one storage request."""
         return io.BytesIO(self.storage.read(shard)) if self.storage is not None else shard.open("rb")
 
     def _read(self, shard: Path) -> Iterator[ShardSample]:
-        """The samples of one shard in written order."""
-        key, parts = None, {}
+        """The samples of one shard in written order; a shard that does not parse raises CorruptShard naming it."""
         try:
-            with self._open(shard) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
-                for member in tar:
-                    member_key, _, suffix = member.name.rpartition(".")
-                    if member_key != key:
-                        if key is not None:
-                            yield _sample(shard, key, parts)
-                        key, parts = member_key, {}
-                    parts["." + suffix] = tar.extractfile(member).read()
-            if key is not None:
-                yield _sample(shard, key, parts)
+            yield from self._parse(shard)
         except tarfile.TarError as err:
             raise CorruptShard(f"{shard}: not a complete tar shard ({err}); rewrite it with write_shards()") from err
+
+    def _parse(self, shard: Path) -> Iterator[ShardSample]:
+        """The samples of one shard in written order, as tarfile reads them (its errors as it raises them)."""
+        key, parts = None, {}
+        with self._open(shard) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                member_key, _, suffix = member.name.rpartition(".")
+                if member_key != key:
+                    if key is not None:
+                        yield _sample(shard, key, parts)
+                    key, parts = member_key, {}
+                parts["." + suffix] = tar.extractfile(member).read()
+        if key is not None:
+            yield _sample(shard, key, parts)
 
 
 def _sample(shard: Path, key: str, parts: dict[str, bytes]) -> ShardSample:

@@ -1,9 +1,6 @@
 """Planted defect: the shuffle buffer never sends out what it still holds when its input ends: each slot loses up to
 buffer_size samples per epoch (all of them when the buffer is larger than its share)."""
 
-import numpy as np
-from torch.utils.data import get_worker_info
-
 from solutions.ex08_shards import ShardDataset as _Honest
 from solutions.ex08_shards import ShardSample, write_shards  # noqa: F401
 
@@ -21,12 +18,5 @@ def shuffle_buffer(items, buffer_size, rng):
 
 
 class ShardDataset(_Honest):
-    def __iter__(self):
-        info = get_worker_info()
-        worker_id, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        samples = (sample for shard in self.shards_for(worker_id, num_workers) for sample in self._read(shard))
-        if self.shuffle:
-            samples = shuffle_buffer(samples, self.buffer_size,
-                                     np.random.default_rng([self.seed, self.epoch, self.rank, worker_id]))
-        for sample in samples:
-            yield sample if self.decode is None else sample._replace(data=self.decode(sample.data))
+    def mix(self, samples, rng):
+        return shuffle_buffer(samples, self.buffer_size, rng)

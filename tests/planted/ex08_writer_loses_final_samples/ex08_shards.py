@@ -1,12 +1,12 @@
 """Planted defect: the writer gathers a shard's samples and writes the shard once it is full, so the
 samples of the last, partial shard are never written."""
 
-import io
 import tarfile
 from pathlib import Path
 
 from loaderlab.images import list_samples
-from solutions.ex08_shards import LABEL_SUFFIX, SHARD_NAME, ShardDataset, ShardSample, shuffle_buffer  # noqa: F401
+from solutions.ex08_shards import LABEL_SUFFIX, SHARD_NAME, _add_member
+from solutions.ex08_shards import ShardDataset, ShardSample, shuffle_buffer  # noqa: F401
 
 
 def write_shards(root, out_dir, target_shard_mb):
@@ -21,8 +21,6 @@ def write_shards(root, out_dir, target_shard_mb):
             paths.append(out_dir / SHARD_NAME.format(len(paths)))
             with tarfile.open(paths[-1], "w") as tar:
                 for name, data in pending:
-                    info = tarfile.TarInfo(name)
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
+                    _add_member(tar, name, data)
             pending, pending_bytes = [], 0
     return paths  # planted: what is still pending is dropped
