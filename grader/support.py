@@ -17,7 +17,7 @@ import numpy as np
 import psutil
 
 from grader import shm_ledger
-from loaderlab.images import (CROP, Sample, beyond, crop_window, far_kind, file_encodings, list_samples,
+from loaderlab.images import (CROP, Sample, crop_window, far_kind, file_encodings, list_samples,
                               mean_abs_difference, named, reference_crop, spread_samples)
 from loaderlab.paths import dataset_dir
 
@@ -229,6 +229,44 @@ def any_image_samples(split: str = "train") -> tuple[list[Sample], set[Sample]]:
     return [s for s, reach in zip(samples, reachable) if reach or s in spread], spread
 
 
+def assert_pixels_within(differences: list[float], samples: list[Sample], setting: str, worst_tolerance: float,
+                         mean_tolerance: float | None = None, how: str = "", averaged: set[Sample] | None = None,
+                         reference: str = "the reference crop", note: Callable[[Sample], str] | None = None,
+                         shown: int = 5) -> None:
+    """Fail unless the images lie within tolerance of their references: `differences` holds each image's mean
+    |difference| from its reference (0..255 levels; `loaderlab.images.mean_abs_difference`), `worst_tolerance` bounds
+    any one image and `mean_tolerance`, where given, their mean (over `averaged` where given: `any_image_samples`).
+
+    One message form: the mean, over or within what is allowed; the images past the bound for any one image, worst
+    first, each named with its kind of file (and `note`, where given) and how far off, or the worst where none is;
+    the kind of file they share, where they do; else `how` to make the crop."""
+    mean = float(np.mean([d for d, s in zip(differences, samples) if averaged is None or s in averaged]))
+    past = sorted((i for i, d in enumerate(differences) if d > worst_tolerance), key=lambda i: -differences[i])
+    if not past and (mean_tolerance is None or mean <= mean_tolerance):
+        return
+
+    def named_with_note(i: int) -> str:
+        return f"{named(samples[i].path)}{', ' + note(samples[i]) if note else ''}: {differences[i]:.2f}"
+
+    on_average = ("" if mean_tolerance is None else f"{mean:.2f} levels on average, over the {mean_tolerance} allowed; "
+                  if mean > mean_tolerance else f"{mean:.2f} levels on average (within {mean_tolerance}); ")
+    worst = int(np.argmax(differences))
+    kind = far_kind(differences, samples, worst_tolerance) if past else None
+    images = (f"{len(past)} image{'s are' if len(past) > 1 else ' is'} past the {worst_tolerance} allowed for any one "
+              f"image: {'; '.join(named_with_note(i) for i in past[:shown])}{'; ...' if len(past) > shown else ''}"
+              if past else f"no image is past {worst_tolerance} (the worst, {named_with_note(worst)})")
+    shared = f". Every one of them is of kind {kind}; every file of another kind is within {worst_tolerance}" if kind else ""
+    raise AssertionError(f"{setting + ': ' if setting else ''}pixels differ from {reference}"
+                         f"{' by ' + on_average if on_average else ': '}{images}{shared}." + (f" {how}" if how and not kind else ""))
+
+
+def assert_near_reference_crops(images: Any, samples: list[Sample], setting: str, mean_tolerance: float,
+                                worst_tolerance: float, how: str, averaged: set[Sample] | None = None) -> None:
+    """`assert_pixels_within` for images against their samples' `loaderlab.images.reference_crop`."""
+    differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
+    assert_pixels_within(differences, samples, setting, worst_tolerance, mean_tolerance, how, averaged)
+
+
 def batch_layout(batches: list[tuple[np.ndarray, np.ndarray]], sample_count: int, batch_size: int,
                  setting: str = "") -> tuple[np.ndarray, list[int]]:
     """Check sizes, dtypes and shapes of (uint8 images, int64 labels) batches; return all images and labels.
@@ -250,21 +288,6 @@ def batch_layout(batches: list[tuple[np.ndarray, np.ndarray]], sample_count: int
     if not batches:
         return np.empty((0, CROP, CROP, 3), np.uint8), []
     return np.concatenate([images for images, _ in batches]), np.concatenate([labels for _, labels in batches]).tolist()
-
-
-def assert_near_reference_crops(images: Any, samples: list[Sample], setting: str, mean_tolerance: float,
-                                worst_tolerance: float, how: str, averaged: set[Sample] | None = None) -> None:
-    """Fail unless the images lie within the tolerances (grey levels, on average and at worst) of their samples'
-    reference crops (`loaderlab.images.reference_crop`); the message names the worst file and says `how` to crop.
-    The mean is taken over `averaged` where given (`any_image_samples`), else over every image."""
-    differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
-    mean = float(np.mean([d for d, s in zip(differences, samples) if averaged is None or s in averaged]))
-    worst = int(np.argmax(differences))
-    assert mean <= mean_tolerance and differences[worst] <= worst_tolerance, (
-        f"{setting}: pixels differ from the reference crop by {mean:.2f} levels on average "
-        f"(allowed {mean_tolerance}) and {differences[worst]:.2f} at worst (allowed {worst_tolerance}), worst at "
-        f"{named(samples[worst].path)}.{beyond(differences, samples, worst_tolerance)}"
-        + ("" if far_kind(differences, samples, worst_tolerance) else f" {how}"))
 
 
 # ---- a CUDA code path graded on any machine -------------------------------------------------------------------

@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import (ANY_IMAGE_SAMPLES, any_image_samples, batch_layout, dataset_samples, header_sizes,
-                            in_promised_type, relative_str, require, within)
+from grader.support import (ANY_IMAGE_SAMPLES, any_image_samples, assert_pixels_within, batch_layout, dataset_samples,
+                            header_sizes, in_promised_type, relative_str, require, within)
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import (CROP, DECODE_ERRORS, MEAN_TOLERANCE, RESIZE, WORST_TOLERANCE, CorruptImage, Sample,
-                              beyond, broken_files, crop_window, far_kind, file_kind, list_samples, mean_abs_difference,
+                              broken_files, crop_window, file_kind, list_samples, mean_abs_difference,
                               named, reference_crop)
 from loaderlab.paths import dataset_dir
 
@@ -127,16 +127,12 @@ def _check_batches(batches: list[Any], samples: list[Sample], batch_size: int, s
     if max(differences) > ALIGNED_WORST_TOLERANCE or (
             len(differences) >= MEAN_OVER_AT_LEAST and np.mean(differences) > ALIGNED_MEAN_TOLERANCE):
         differences = [crop_distance(image, reference) for image, reference in zip(images, references)]
-    worst = int(np.argmax(differences))
-    mean = float(np.mean(differences)) if len(differences) >= MEAN_OVER_AT_LEAST else 0.0
-    assert mean <= ALIGNED_MEAN_TOLERANCE and differences[worst] <= ALIGNED_WORST_TOLERANCE, (
-        f"{prefix}pixels differ from the reference crop by {np.mean(differences):.2f} levels on average (allowed "
-        f"{ALIGNED_MEAN_TOLERANCE} over {MEAN_OVER_AT_LEAST} images or more) and {differences[worst]:.2f} at worst "
-        f"(allowed {ALIGNED_WORST_TOLERANCE}), even at their best alignment; worst at {named(samples[worst].path)}."
-        f"{beyond(differences, samples, ALIGNED_WORST_TOLERANCE)}" + (
-            "" if far_kind(differences, samples, ALIGNED_WORST_TOLERANCE) else
-            " Resize the short side to 256 and take the centre 224x224, in RGB, resampling bilinearly; with draft "
-            "mode, ask for at least the 256-short-side size (a smaller draft is scaled up and blurs)."))
+    assert_pixels_within(
+        differences, samples, setting, ALIGNED_WORST_TOLERANCE,
+        ALIGNED_MEAN_TOLERANCE if len(differences) >= MEAN_OVER_AT_LEAST else None,
+        "Resize the short side to 256 and take the centre 224x224, in RGB, resampling bilinearly; with draft mode, ask "
+        "for at least the 256-short-side size (a smaller draft is scaled up and blurs).",
+        reference="the reference crop, even at their best alignment,")
 
 
 def _reported_paths(skipped: list[Any], prefix: str = "") -> list[Path]:
@@ -446,8 +442,8 @@ def sequential_and_uncached(ex: ModuleType) -> None:
         "the second call returned the first call's pixels for a file that was rewritten in between: a cache of "
         "decoded images. Read and decode every file on every call: a cache makes the timing measure memory, not "
         "your loader, and serves stale data when files change.")
-    assert fresh <= ALIGNED_WORST_TOLERANCE, (
-        f"the image differs from the reference crop by {fresh:.1f} levels (allowed {ALIGNED_WORST_TOLERANCE})")
+    assert_pixels_within([fresh], [second], "the rewritten file's image", ALIGNED_WORST_TOLERANCE,
+                         reference="the reference crop, even at its best alignment,")
 
 
 def faster_than_naive(ex: ModuleType) -> Comparison:
@@ -599,26 +595,17 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
     references = _ahead(reference_crop, [s.path for s in samples])
     differences = [mean_abs_difference(_crop_or_fail(ex, crop, s.path, named(s.path), _advice_for(s.path)),
                                        next(references)) for s in samples]
-    mean = float(np.mean([d for s, d in zip(samples, differences) if s in averaged]))
-    past = sorted(range(len(samples)), key=lambda i: -differences[i])
-    past = [i for i in past if differences[i] > WORST_TOLERANCE]
-    if mean > MEAN_TOLERANCE or past:
-        worst = past[0] if past else int(np.argmax(differences))
-        image = _crop_or_fail(ex, crop, samples[worst].path, samples[worst].path.name)
-        listed = "; ".join(f"{samples[i].path.parent.name}/{named(samples[i].path)}, {_size_note(samples[i].path)}: "
-                           f"{differences[i]:.2f}" for i in past[:5]) + ("; ..." if len(past) > 5 else "")
-        kind = far_kind(differences, samples, WORST_TOLERANCE) if past else None
-        shared = f". Every one of them is of kind {kind}; every file of another kind is within" if kind else ""
-        on_average = (f"{mean:.2f} levels on average, over the {MEAN_TOLERANCE} allowed" if mean > MEAN_TOLERANCE
-                      else f"{mean:.2f} levels on average (within {MEAN_TOLERANCE})")
-        over = f"{len(averaged)} training images" + (f" spread evenly (of the {len(samples)} read)"
-                                                      if len(averaged) < len(samples) else "")
+    over = f"{len(averaged)} training images" + (f" spread evenly (of the {len(samples)} read)"
+                                                  if len(averaged) < len(samples) else "")
+    try:
+        assert_pixels_within(differences, samples, f"decode_less_crop over {over}", WORST_TOLERANCE, MEAN_TOLERANCE,
+                             averaged=averaged, reference="reference_crop", note=lambda sample: _size_note(sample.path))
+    except AssertionError as err:
+        worst = samples[int(np.argmax(differences))]
+        image = _crop_or_fail(ex, crop, worst.path, worst.path.name)
         raise AssertionError(
-            f"over {over}, decode_less_crop differs from reference_crop by {on_average}; "
-            + (f"{len(past)} images are past the {WORST_TOLERANCE} allowed for any one image: {listed}{shared}" if past
-               else f"no image is past {WORST_TOLERANCE}")
-            + f". On {named(samples[worst].path)}, {describe_difference(image, reference_crop(samples[worst].path))}. "
-            f"Mean difference by crop window size: {_by_window(samples, differences)}.")
+            f"{err} On {named(worst.path)}, {describe_difference(image, reference_crop(worst.path))}. "
+            f"Mean difference by crop window size: {_by_window(samples, differences)}.") from None
     first = samples[0].path
     with tempfile.TemporaryDirectory(prefix="loaderlab-ex01-") as tmp:
         from PIL import Image
@@ -627,17 +614,15 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
         with Image.open(first) as image:
             image.convert("RGB").save(png)
         difference = mean_abs_difference(_crop_or_fail(ex, crop, png, "a PNG file", PNG_ADVICE), reference_crop(png))
-    assert difference <= WORST_TOLERANCE, (
-        f"on a PNG file (not a JPEG; {_size_note(png)}), decode_less_crop differs from reference_crop by "
-        f"{difference:.2f} levels (allowed {WORST_TOLERANCE}).")
+        assert_pixels_within([difference], [Sample(png, 0)], f"decode_less_crop on a PNG file (not a JPEG; "
+                             f"{_size_note(png)})", WORST_TOLERANCE, reference="reference_crop")
     given = relative_str(first)  # the contract takes a Path or a str: every other call here passes a Path
     image = in_promised_type(lambda path: within(30, f"decode_less_crop({given!r})", lambda: crop(path)), given,
                              first, f"decode_less_crop({given!r}), the path given as a str,", "with the path as a Path",
                              "The contract takes the path as a Path or a str.")
-    difference = mean_abs_difference(np.asarray(image), reference_crop(first))
-    assert difference <= WORST_TOLERANCE, (
-        f"decode_less_crop({given!r}), the path given as a str, differs from reference_crop by {difference:.2f} "
-        f"levels (allowed {WORST_TOLERANCE}); given as a Path, the same file was within it.")
+    assert_pixels_within([mean_abs_difference(np.asarray(image), reference_crop(first))], [samples[0]],
+                         f"decode_less_crop({given!r}), the path given as a str (given as a Path, the same file was "
+                         "within it)", WORST_TOLERANCE, reference="reference_crop")
 
 
 def decode_less_crop_raises_on_broken_files(ex: ModuleType) -> None:

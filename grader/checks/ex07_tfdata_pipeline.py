@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import ANY_IMAGE_SAMPLES, batch_layout, dataset_samples, require, within
+from grader.support import ANY_IMAGE_SAMPLES, assert_pixels_within, batch_layout, dataset_samples, require, within
 from loaderlab.bench import Comparison, compare, count_batch, measure
-from loaderlab.images import (CROP, Sample, beyond, broken_files, class_names, far_kind, linked_split,
+from loaderlab.images import (CROP, Sample, broken_files, class_names, linked_split,
                               mean_abs_difference, named, reference_crop)
 from loaderlab.order import adjacent_pair_share, rank_correlation
 from loaderlab.paths import dataset_dir
@@ -285,11 +285,10 @@ def one_file_gives_its_crop_and_label(ex: ModuleType) -> None:
         assert image.dtype == np.uint8 and image.shape == (CROP, CROP, 3), (
             f"{what}: the image of {named(sample.path)} is {image.dtype} {image.shape}; expected uint8 ({CROP}, {CROP}, 3), "
             "the centre crop (loaderlab.tfdata.decode_center_crop of the file's bytes).")
-        difference = mean_abs_difference(image, reference_crop(sample.path))
-        assert difference <= PIXEL_TOLERANCE, (
-            f"{what}: the image of {named(sample.path)} differs from reference_crop by {difference:.1f} on average "
-            f"(tolerance {PIXEL_TOLERANCE}): decode, resize the short side to 256 (antialiased bilinear), centre crop "
-            "224, as loaderlab.tfdata.decode_center_crop does; no flip or other change here.")
+        assert_pixels_within([mean_abs_difference(image, reference_crop(sample.path))], [sample], what, PIXEL_TOLERANCE,
+                             how="Decode, resize the short side to 256 (antialiased bilinear), centre crop 224, as "
+                                 "loaderlab.tfdata.decode_center_crop does; no flip or other change here.",
+                             reference="reference_crop")
         assert label.dtype.kind not in "OSU", (
             f"{what}: the label of {sample.path.name} is the string {label!r}; a model needs the class index "
             f"({sample.label}, the folder's position among the sorted class names).")
@@ -334,13 +333,9 @@ def _eval_epoch(ex: ModuleType, root: Path | str, samples: list[Sample], batch_s
         "list_samples order (image_paths(root)), not shuffled, and label each file by the index of its class "
         "folder among the sorted class names.")
     differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
-    worst = int(np.argmax(differences))
-    assert differences[worst] <= PIXEL_TOLERANCE, (
-        f"{what}: image {worst} ({named(samples[worst].path)}) differs from the reference crop by "
-        f"{differences[worst]:.1f} on average (tolerance {PIXEL_TOLERANCE}).{beyond(differences, samples, PIXEL_TOLERANCE)}"
-        + ("" if far_kind(differences, samples, PIXEL_TOLERANCE) else
-           " Eval images are decode -> resize short side to 256 (antialiased bilinear) -> centre crop 224, "
-           "unaugmented, in file order: loaderlab.tfdata.decode_center_crop does exactly that."))
+    assert_pixels_within(differences, samples, what, PIXEL_TOLERANCE,
+                         how="Eval images are decode -> resize short side to 256 (antialiased bilinear) -> centre crop "
+                             "224, unaugmented, in file order: loaderlab.tfdata.decode_center_crop does exactly that.")
     return batches
 
 

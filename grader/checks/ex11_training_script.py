@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from grader.results import Measured
-from grader.support import in_promised_type, relative_str, no_leaks, require, within
+from grader.support import assert_pixels_within, in_promised_type, relative_str, no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import (broken_files, decode_rgb, file_encodings, list_samples, mean_abs_difference, named,
+from loaderlab.images import (broken_files, decode_rgb, file_encodings, list_samples, mean_abs_difference,
                               spread_samples)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import GRADER_DIR, active_profile, dataset_dir
@@ -556,12 +556,10 @@ def val_accuracy_moves_between_evaluations(ex: ModuleType) -> None:
         f"only as uint8 (3, {IMAGE_SIZE}, {IMAGE_SIZE}) items (step 2 measures the items).")
     differences = [min(mean_abs_difference(image, reference) for reference in reference_centre_crops(s.path))
                    for image, s in zip(passes[0], samples)]
-    worst = int(np.argmax(differences))
-    assert np.mean(differences) <= VAL_MEAN_TOLERANCE and differences[worst] <= VAL_WORST_TOLERANCE, (
-        f"{what}: over {len(samples)} val images in file order, items differ from the centre {IMAGE_SIZE}x"
-        f"{IMAGE_SIZE} of each image resized to a short side of {RESIZE} by {np.mean(differences):.1f} levels on "
-        f"average (allowed {VAL_MEAN_TOLERANCE}) and {differences[worst]:.1f} at worst (allowed "
-        f"{VAL_WORST_TOLERANCE}, {named(samples[worst].path)}).")
+    assert_pixels_within(differences, samples, f"{what}, over {len(samples)} val images in file order",
+                         VAL_WORST_TOLERANCE, VAL_MEAN_TOLERANCE,
+                         reference=f"the centre {IMAGE_SIZE}x{IMAGE_SIZE} of each image resized to a short side of "
+                                   f"{RESIZE}")
     _, val_loader = _loaders(ex, dataset_dir(), num_workers=0)
     labels = within(60, "an epoch of the val loader", lambda: [int(label) for _, b in val_loader for label in b])
     in_file_order = [s.label for s in list_samples(dataset_dir() / "val")]
