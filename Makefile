@@ -11,11 +11,14 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.tools.install
 
-.PHONY: lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives test-pythons test-python
+.PHONY: help lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives test-pythons test-python
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(INSTALL) install --installer $(INSTALLER) $(if $(WHEELS),--wheels $(WHEELS)) --record $@
+
+help:  ## every target with a line here, and what it does
+	@sed -nE 's/^([a-z-]+):[^#]*## (.*)/  make \1: \2/p' $(firstword $(MAKEFILE_LIST))
 
 lab: $(INSTALLED) data  ## set up, make the data, open JupyterLab on notebooks/
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
