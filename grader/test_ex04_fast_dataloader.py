@@ -19,6 +19,7 @@ def test_one_sample_matches_the_reference(grade):
 
 
 @pytest.mark.step(2, "the loader")
+@pytest.mark.spawn_covered_by("augmentations_differ_between_workers")
 def test_batches_match_reference(grade):
     """Batches are uint8 (N, 3, 224, 224) tensors with int64 labels, in file order, the last partial batch kept, with
     batch_size=16 and num_workers=0 (root a Path) and with batch_size=9 and num_workers=2 (root a relative str);
@@ -27,6 +28,7 @@ def test_batches_match_reference(grade):
 
 
 @pytest.mark.step(3, "workers")
+@pytest.mark.spawn_covered_by("augmentations_differ_between_workers")
 def test_uses_the_asked_worker_processes(grade):
     """num_workers=0, 1 and 3 load in exactly that many worker processes, in file order; None picks 1 to
     usable_cores() workers."""

@@ -15,6 +15,7 @@ def test_sample_weights_are_per_sample(grade):
 
 
 @pytest.mark.step(2, "balanced epochs")
+@pytest.mark.spawn_covered_by("labels_match_the_images")
 def test_batches_have_the_right_layout(grade):
     """Batches are (uint8 (N, 3, 224, 224), int64 (N,)) tensors; epoch_length=21, batch_size=4 gives 4, 4, 4, 4, 4, 1
     (and batch_size=5 gives 5, 5, 5, 5, 1, with split_dir a relative str); num_workers=None builds usable_cores()

@@ -11,6 +11,7 @@ pytestmark = pytest.mark.starts_processes  # graded under spawn too by `make tes
 
 
 @pytest.mark.step(1, "raw bytes from the shards")
+@pytest.mark.spawn_covered_by("loader_yields_device_batches_in_order")
 def test_raw_batches_keep_order_and_every_sample(grade):
     """read_batches: every sample once as its file's bytes with its label; written order with 0 workers and with 1;
     every batch full except the last, which is kept; with 0, 1 (batches of 7) and 2 workers."""

@@ -52,6 +52,7 @@ def test_exact_mean_over_real_ranks(grade):
 
 @pytest.mark.step(3, "workers")
 @pytest.mark.timeout_s(120)
+@pytest.mark.spawn_covered_by("stream_set_epoch_reaches_persistent_workers")
 def test_stream_keeps_the_order_for_any_worker_count(grade):
     """A DataLoader over WorkerSplitStream(sampler, b) gives the sampler's indices once each, in the sampler's order
     and batches: b=3 with 0, 2 and 3 workers, b=4 with 2."""
