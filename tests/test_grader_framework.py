@@ -572,3 +572,24 @@ def test_waiting_processes_beyond_the_limit_are_closed(tmp_path: Path, monkeypat
         assert result.status == NOT_STARTED, result.explain()
         alive = [w for w in preload._waiting.values() if w.process.poll() is None]
         assert len(preload._waiting) == 1 and len(alive) == 1 and alive[0].exercise == exercise
+
+
+def test_expected_crop_is_the_reference_and_follows_the_files_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks' cache of reference crops gives what reference_crop gives, from the disk the second time, and a file
+    rewritten in place (same path, other bytes) gets its own crop, not the cached one."""
+    import shutil
+
+    from grader import support
+    from loaderlab.images import list_samples, reference_crop
+    from loaderlab.paths import dataset_dir
+
+    monkeypatch.setattr(support, "REFERENCE_CACHE", tmp_path / "cache")
+    first, second = (sample.path for sample in list_samples(dataset_dir("ci") / "train")[:2])
+    path = tmp_path / "image.jpg"
+    shutil.copyfile(first, path)
+    assert np.array_equal(support.expected_crop(path), reference_crop(first))
+    assert len(list((tmp_path / "cache").glob("*.npy"))) == 1
+    assert np.array_equal(support.expected_crop(path), reference_crop(first))  # read back
+    shutil.copyfile(second, path)
+    assert np.array_equal(support.expected_crop(path), reference_crop(second))
+    assert len(list((tmp_path / "cache").glob("*.npy"))) == 2

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import (ANY_IMAGE_SAMPLES, any_image_samples, assert_pixels_within, batch_layout, dataset_samples,
+from grader.support import (expected_crop, ANY_IMAGE_SAMPLES, any_image_samples, assert_pixels_within, batch_layout, dataset_samples,
                             header_sizes, in_promised_type, relative_str, require, within)
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
@@ -117,7 +117,7 @@ def _check_batches(batches: list[Any], samples: list[Sample], batch_size: int, s
     _check_pairs(batches, prefix)
     images, labels = batch_layout(batches, len(samples), batch_size, setting)
     assert labels == [s.label for s in samples], f"{prefix}labels are not the samples' labels in sample order"
-    references = references or [reference_crop(s.path) for s in samples]
+    references = references or [expected_crop(s.path) for s in samples]
     # Unaligned first (one of crop_distance's alignments, so never below it): where that is within both
     # tolerances the best alignment is too, and the 18 alignments of every image need not be tried.
     differences = [float(np.abs(image.astype(np.float32)[1:-1, 1:-1] - reference[1:-1, 1:-1]).mean())
@@ -331,7 +331,7 @@ def batches_match_reference(ex: ModuleType) -> None:
 def batch_sizes_at_the_edges(ex: ModuleType) -> None:
     load_batches = require(ex, "load_batches")
     samples = dataset_samples("train", EDGE_SAMPLES)
-    references = [reference_crop(s.path) for s in samples]
+    references = [expected_crop(s.path) for s in samples]
     for batch_size in EDGE_BATCH_SIZES:
         setting = f"{EDGE_SAMPLES} samples, batch_size={batch_size}"
         batches = _run(ex, f"load_batches({setting})",
@@ -436,8 +436,8 @@ def sequential_and_uncached(ex: ModuleType) -> None:
             _check_pairs(batches, "")
             outputs.append(np.concatenate([images for images, _ in batches]) if batches else None)
     assert outputs[1] is not None and len(outputs[1]) == 1, "one readable sample must give one image"
-    fresh = crop_distance(outputs[1][0], reference_crop(second.path))
-    stale = crop_distance(outputs[1][0], reference_crop(first.path))
+    fresh = crop_distance(outputs[1][0], expected_crop(second.path))
+    stale = crop_distance(outputs[1][0], expected_crop(first.path))
     assert fresh <= ALIGNED_WORST_TOLERANCE or stale > ALIGNED_WORST_TOLERANCE, (
         "the second call returned the first call's pixels for a file that was rewritten in between: a cache of "
         "decoded images. Read and decode every file on every call: a cache makes the timing measure memory, not "
@@ -592,7 +592,7 @@ def _advice_for(path: Path) -> str:
 def decode_less_crop_matches_reference(ex: ModuleType) -> None:
     crop = require(ex, "decode_less_crop")
     samples, averaged = decode_less_samples()
-    references = _ahead(reference_crop, [s.path for s in samples])
+    references = _ahead(expected_crop, [s.path for s in samples])
     differences = [mean_abs_difference(_crop_or_fail(ex, crop, s.path, named(s.path), _advice_for(s.path)),
                                        next(references)) for s in samples]
     over = f"{len(averaged)} training images" + (f" spread evenly (of the {len(samples)} read)"
@@ -604,7 +604,7 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
         worst = samples[int(np.argmax(differences))]
         image = _crop_or_fail(ex, crop, worst.path, worst.path.name)
         raise AssertionError(
-            f"{err} On {named(worst.path)}, {describe_difference(image, reference_crop(worst.path))}. "
+            f"{err} On {named(worst.path)}, {describe_difference(image, expected_crop(worst.path))}. "
             f"Mean difference by crop window size: {_by_window(samples, differences)}.") from None
     first = samples[0].path
     with tempfile.TemporaryDirectory(prefix="loaderlab-ex01-") as tmp:
@@ -613,14 +613,14 @@ def decode_less_crop_matches_reference(ex: ModuleType) -> None:
         png = Path(tmp) / "image.png"
         with Image.open(first) as image:
             image.convert("RGB").save(png)
-        difference = mean_abs_difference(_crop_or_fail(ex, crop, png, "a PNG file", PNG_ADVICE), reference_crop(png))
+        difference = mean_abs_difference(_crop_or_fail(ex, crop, png, "a PNG file", PNG_ADVICE), expected_crop(png))
         assert_pixels_within([difference], [Sample(png, 0)], f"decode_less_crop on a PNG file (not a JPEG; "
                              f"{_size_note(png)})", WORST_TOLERANCE, reference="reference_crop")
     given = relative_str(first)  # the contract takes a Path or a str: every other call here passes a Path
     image = in_promised_type(lambda path: within(30, f"decode_less_crop({given!r})", lambda: crop(path)), given,
                              first, f"decode_less_crop({given!r}), the path given as a str,", "with the path as a Path",
                              "The contract takes the path as a Path or a str.")
-    assert_pixels_within([mean_abs_difference(np.asarray(image), reference_crop(first))], [samples[0]],
+    assert_pixels_within([mean_abs_difference(np.asarray(image), expected_crop(first))], [samples[0]],
                          f"decode_less_crop({given!r}), the path given as a str (given as a Path, the same file was "
                          "within it)", WORST_TOLERANCE, reference="reference_crop")
 
@@ -654,8 +654,8 @@ def decode_less_crop_reads_the_file_each_call(ex: ModuleType) -> None:
         for source in (first, second):
             shutil.copyfile(source.path, path)  # the same path, new content the second time
             image = _crop_or_fail(ex, crop, path, "a file rewritten between two calls")
-    fresh = mean_abs_difference(image, reference_crop(second.path))
-    stale = mean_abs_difference(image, reference_crop(first.path))
+    fresh = mean_abs_difference(image, expected_crop(second.path))
+    stale = mean_abs_difference(image, expected_crop(first.path))
     assert fresh <= WORST_TOLERANCE or stale > WORST_TOLERANCE, (
         "the second call returned the first call's pixels for a file that was rewritten in between: a cache of "
         "decoded crops. Read and decode the file on every call: a cache makes the timing measure memory, not "

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from grader import shm_ledger
-from grader.support import (SHM_DIR, batch_layout, child_processes, dataset_samples, no_leaks, pipe_traffic, require,
+from grader.support import (expected_crop, SHM_DIR, batch_layout, child_processes, dataset_samples, no_leaks, pipe_traffic, require,
                             within)
 from loaderlab.baselines import naive_pool_batches
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import CROP, Sample, reference_crop
+from loaderlab.images import CROP, Sample
 from loaderlab.machine import usable_cores
 from loaderlab.sim import gil_bound_transform
 
@@ -173,7 +173,7 @@ def step(number: int) -> Callable[[Callable[[ModuleType], Any]], Callable[[Modul
 
 def _expected(samples: list[Sample], transform, seed: int = SEED, epoch: int = 0) -> list[np.ndarray]:
     """The sequential reference: sample i transformed with default_rng([seed, epoch, i])."""
-    return [transform(reference_crop(s.path), np.random.default_rng([seed, epoch, i])) for i, s in enumerate(samples)]
+    return [transform(expected_crop(s.path), np.random.default_rng([seed, epoch, i])) for i, s in enumerate(samples)]
 
 
 def _batch_digest(batch: Any) -> str | None:
@@ -588,7 +588,7 @@ def _end_children() -> None:
 def worker_error_reaches_the_parent(ex: ModuleType) -> None:
     samples = dataset_samples("train", 20)
     failing = 9
-    transform = partial(_fail_on, digest=_digest(reference_crop(samples[failing].path)))
+    transform = partial(_fail_on, digest=_digest(expected_crop(samples[failing].path)))
     received: list[tuple[np.ndarray, np.ndarray]] = []
     with no_leaks("a ProcessLoader whose transform failed", shared_memory=True):
         error, _ = within(45, "a ProcessLoader whose transform fails on one sample",
@@ -609,7 +609,7 @@ def worker_error_reaches_the_parent(ex: ModuleType) -> None:
 def dead_worker_is_reported(ex: ModuleType) -> None:
     samples = dataset_samples("train", 18)
     victim = 7
-    transform = partial(_die_on, digest=_digest(reference_crop(samples[victim].path)))
+    transform = partial(_die_on, digest=_digest(expected_crop(samples[victim].path)))
     loader_timeout = 15.0
     received: list[tuple[np.ndarray, np.ndarray]] = []
     try:
@@ -660,7 +660,7 @@ def timeout_s_bounds_each_wait(ex: ModuleType) -> None:
 
     samples = dataset_samples("train", 8)
     stuck = 2
-    transform = partial(_sleep_on, seconds=STUCK_SLEEP_S, digest=_digest(reference_crop(samples[stuck].path)))
+    transform = partial(_sleep_on, seconds=STUCK_SLEEP_S, digest=_digest(expected_crop(samples[stuck].path)))
     received = []
     with no_leaks("a ProcessLoader with a stuck worker", shared_memory=True):
         error, seconds = within(STUCK_SLEEP_S + 30, "a ProcessLoader with a stuck worker",
@@ -704,7 +704,7 @@ def close_stops_a_busy_worker(ex: ModuleType) -> None:
     loader = require(ex, "ProcessLoader")
     samples = dataset_samples("train", 12)
     busy = 2
-    transform = partial(_sleep_on, seconds=BUSY_S, digest=_digest(reference_crop(samples[busy].path)))
+    transform = partial(_sleep_on, seconds=BUSY_S, digest=_digest(expected_crop(samples[busy].path)))
     with no_leaks("close() while a worker is busy", shared_memory=True):
         batches = within(60, "starting a ProcessLoader", lambda: loader(samples, transform, 2, 2, SEED))
         within(60, "the first batch", lambda: next(batches))
@@ -730,7 +730,7 @@ def _sequential(samples: list[Sample], transform, batch_size: int):
     """The baseline: the same work, one sample after another, in this process."""
     for start in range(0, len(samples), batch_size):
         chunk = range(start, min(start + batch_size, len(samples)))
-        images = np.stack([transform(reference_crop(samples[i].path), np.random.default_rng([SEED, 0, i]))
+        images = np.stack([transform(expected_crop(samples[i].path), np.random.default_rng([SEED, 0, i]))
                            for i in chunk])
         yield images, np.array([samples[i].label for i in chunk], dtype=np.int64)
 

@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from grader.support import (any_image_samples, assert_near_reference_crops, batch_layout, child_processes,
+from grader.support import (expected_crop, any_image_samples, assert_near_reference_crops, batch_layout, child_processes,
                             dataset_samples, in_promised_type, no_leaks, relative_str, require, within)
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, mean_abs_difference,
-                              reference_crop)
+from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, mean_abs_difference)
 from loaderlab.machine import usable_cores
 from loaderlab.order import adjacent_pair_share, rank_correlation
 
@@ -311,7 +310,7 @@ def uses_the_asked_worker_processes(ex: ModuleType) -> None:
 
 def every_sample_once_when_shuffled(ex: ModuleType) -> None:
     with _subset(70) as (root, samples):
-        references = [reference_crop(s.path) for s in samples]
+        references = [expected_crop(s.path) for s in samples]
         for batch_size, workers in ((16, 2), (10, 0)):
             setting = _setting(batch_size=batch_size, num_workers=workers, shuffle=True, seed=SEED)
             runs = _seeded_runs(ex, root, batch_size=batch_size, num_workers=workers, shuffle=True)
@@ -344,7 +343,7 @@ def every_sample_once_when_shuffled(ex: ModuleType) -> None:
 
 def augmentations_differ_between_workers(ex: ModuleType) -> None:
     with _subset(48) as (root, samples):
-        references = [reference_crop(s.path) for s in samples]
+        references = [expected_crop(s.path) for s in samples]
         for workers in (2, 0):
             setting = _setting(batch_size=8, num_workers=workers, augment=True, seed=SEED)
             runs = _seeded_runs(ex, root, batch_size=8, num_workers=workers, augment=True)

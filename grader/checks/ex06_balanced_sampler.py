@@ -18,10 +18,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from grader.support import assert_pixels_within, in_promised_type, no_leaks, relative_str, require, within
+from grader.support import expected_crop, assert_pixels_within, in_promised_type, no_leaks, relative_str, require, within
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import (CROP, MEAN_TOLERANCE, Sample, linked_split, list_samples, mean_abs_difference,
-                              reference_crop)
+from loaderlab.images import (CROP, MEAN_TOLERANCE, Sample, linked_split, list_samples, mean_abs_difference)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import DatasetMissing, dataset_dir
 from loaderlab.torchdata import CenterCropFolder
@@ -233,7 +232,7 @@ def labels_match_the_images(ex: ModuleType) -> None:
         # the linked files' targets: a message names them, by kind of file, after the links are gone
         samples = [sample._replace(path=sample.path.resolve()) for sample in list_samples(split_dir)]
         batches = _loaded_batches(ex, split_dir, 8, num_workers=2, seed=SEED, epoch_length=40)
-        references = [reference_crop(path) for path, _ in samples]
+        references = [expected_crop(path) for path, _ in samples]
     exact = {reference.tobytes(): index for index, reference in enumerate(references)}
     position = 0
     for images, labels in batches:

@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import ANY_IMAGE_SAMPLES, assert_pixels_within, batch_layout, dataset_samples, require, within
+from grader.support import expected_crop, ANY_IMAGE_SAMPLES, assert_pixels_within, batch_layout, dataset_samples, require, within
 from loaderlab.bench import Comparison, compare, count_batch, measure
 from loaderlab.images import (CROP, Sample, broken_files, class_names, linked_split,
-                              mean_abs_difference, named, reference_crop)
+                              mean_abs_difference, named)
 from loaderlab.order import adjacent_pair_share, rank_correlation
 from loaderlab.paths import dataset_dir
 from loaderlab.sim import SimulatedGPU
@@ -163,7 +163,7 @@ class Identifier:
     """Tells, for a crop from the training stream, which file it is and whether it was flipped."""
 
     def __init__(self, samples: list[Sample]) -> None:
-        self.references = np.stack([reference_crop(s.path) for s in samples])
+        self.references = np.stack([expected_crop(s.path) for s in samples])
         prints = _fingerprint(self.references)
         self.prints = np.concatenate([prints, prints[:, :, ::-1]])  # unflipped, then flipped
 
@@ -285,7 +285,7 @@ def one_file_gives_its_crop_and_label(ex: ModuleType) -> None:
         assert image.dtype == np.uint8 and image.shape == (CROP, CROP, 3), (
             f"{what}: the image of {named(sample.path)} is {image.dtype} {image.shape}; expected uint8 ({CROP}, {CROP}, 3), "
             "the centre crop (loaderlab.tfdata.decode_center_crop of the file's bytes).")
-        assert_pixels_within([mean_abs_difference(image, reference_crop(sample.path))], [sample], what, PIXEL_TOLERANCE,
+        assert_pixels_within([mean_abs_difference(image, expected_crop(sample.path))], [sample], what, PIXEL_TOLERANCE,
                              how="Decode, resize the short side to 256 (antialiased bilinear), centre crop 224, as "
                                  "loaderlab.tfdata.decode_center_crop does; no flip or other change here.",
                              reference="reference_crop")
@@ -332,7 +332,7 @@ def _eval_epoch(ex: ModuleType, root: Path | str, samples: list[Sample], batch_s
         f"{what}: the labels are not the files' labels in sorted file order. Eval must read the files in "
         "list_samples order (image_paths(root)), not shuffled, and label each file by the index of its class "
         "folder among the sorted class names.")
-    differences = [mean_abs_difference(image, reference_crop(s.path)) for image, s in zip(images, samples)]
+    differences = [mean_abs_difference(image, expected_crop(s.path)) for image, s in zip(images, samples)]
     assert_pixels_within(differences, samples, what, PIXEL_TOLERANCE,
                          how="Eval images are decode -> resize short side to 256 (antialiased bilinear) -> centre crop "
                              "224, unaugmented, in file order: loaderlab.tfdata.decode_center_crop does exactly that.")

@@ -18,12 +18,11 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from grader.support import (ANY_IMAGE_SAMPLES, CudaStandIn, NotGradedHere, assert_near_reference_crops, child_processes,
+from grader.support import (expected_crop, ANY_IMAGE_SAMPLES, CudaStandIn, NotGradedHere, assert_near_reference_crops, child_processes,
                             dataset_samples, in_promised_type, no_leaks, on_cuda_stand_in, relative_str, require,
                             within)
 from loaderlab.bench import Comparison
-from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, list_samples, mean_abs_difference,
-                              reference_crop)
+from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, list_samples, mean_abs_difference)
 from loaderlab.paths import dataset_dir
 from loaderlab.tar_shards import sample_key
 
@@ -348,7 +347,7 @@ def loader_yields_device_batches_in_order(ex: ModuleType) -> None:
     gpu_decode_loader = require(ex, "gpu_decode_loader")
     device = _device()
     with _shards() as (shard_dir, samples):
-        references = [reference_crop(s.path) for s in samples]
+        references = [expected_crop(s.path) for s in samples]
         for workers in (0, 2):
             setting = f"gpu_decode_loader(shard_dir, batch_size={BATCH}, device={str(device)!r}, num_workers={workers})"
             started: list[int] = []
