@@ -349,7 +349,7 @@ def dirty_files_are_skipped_and_reported(ex: ModuleType) -> None:
     broken = broken_files(dataset_dir())
     skipped: list = []
     batches = _run(ex, "load_batches on the dirty split", lambda: list(load_batches(samples, batch_size=8, skipped=skipped)),
-                   "Skip each file that does not decode (TODO step 3): Pillow may raise only when the pixels are "
+                   "Skip each file that does not decode (TODO(ex01, step 3)): Pillow may raise only when the pixels are "
                    "read, at convert() or load().")
     _check_reports(skipped, set(broken), "dirty split: ")
     _check_batches(batches, [s for s in samples if s.path not in broken], 8, "dirty split")
