@@ -1,9 +1,11 @@
 """What the course holds, read from the grader itself: each exercise, its steps and checks, where it is taught.
 
-The grader's test files are the one source of truth: a check is a `test_<check>` function there, its step is
-its `step` marker, a timed check carries `throughput`, and one marked `cuda_only` runs only where there is a
-CUDA GPU (the grader's conftest skips it elsewhere, with the reason). Progress, watch mode and the instructor's
-scoreboard all read this catalogue.
+The grader's test files are the one source of truth, read from their syntax (nothing imported, so it is cheap): a
+check is a `test_<check>` function there, its step is its `step` marker, a timed check carries `throughput`, and
+one marked `cuda_only` runs only where it can be graded (`not_gradable_here`, read by the conftest and by the
+grading child). Progress, watch mode and the instructor's scoreboard all read this catalogue. It also reads the
+rest of an exercise's pattern (CONTRIBUTING.md): the stubs' TODOs and the constants a check uses, which
+tests/test_course_structure.py holds every exercise to.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Check:
     step_title: str
     timed: bool
     cuda_only: bool
+    marks: dict[str, tuple[Any, ...]]  # every marker with its literal arguments (spawn_covered_by, timeout_s, ...)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Exercise:
     name: str
     notebook: str
     checks: tuple[Check, ...]
+    starts_processes: bool  # its file's `pytestmark = pytest.mark.starts_processes`: graded under spawn too
 
     @property
     def short(self) -> str:
@@ -63,24 +67,14 @@ class Exercise:
         return [(number, title, members) for (number, title), members in sorted(grouped.items())]
 
 
-def _marks(function: Any) -> dict[str, Any]:
-    return {mark.name: mark for mark in getattr(function, "pytestmark", [])}
-
-
 def _checks_of(exercise: str) -> tuple[Check, ...]:
-    module = importlib.import_module(f"grader.test_{exercise}")
-    checks = []
-    for name, function in vars(module).items():
-        if not (name.startswith("test_") and callable(function)):
-            continue
-        marks = _marks(function)
-        step = marks.get("step")
-        checks.append(Check(name=name.removeprefix("test_"),
-                            step=int(step.args[0]) if step else 0,
-                            step_title=str(step.args[1]) if step else "",
-                            timed="throughput" in marks,
-                            cuda_only="cuda_only" in marks))
-    return tuple(checks)
+    return tuple(Check(name=check.name,
+                       step=int(check.marks["step"][0]) if check.marks.get("step") else 0,
+                       step_title=str(check.marks["step"][1]) if len(check.marks.get("step", ())) > 1 else "",
+                       timed="throughput" in check.marks,
+                       cuda_only="cuda_only" in check.marks,
+                       marks=check.marks)
+                 for check in declared(exercise)[1])
 
 
 def _notebook_of(exercise: str) -> str:
@@ -96,7 +90,8 @@ def exercise_names() -> list[str]:
 @cache
 def exercises() -> tuple[Exercise, ...]:
     """Every exercise that has a grader file, in course order."""
-    return tuple(Exercise(name, _notebook_of(name), _checks_of(name)) for name in exercise_names())
+    return tuple(Exercise(name, _notebook_of(name), _checks_of(name), "starts_processes" in declared(name)[0])
+                 for name in exercise_names())
 
 
 def find(exercise: str) -> Exercise:
@@ -115,7 +110,7 @@ def find(exercise: str) -> Exercise:
 TODO_TAG = re.compile(r"TODO\((?P<exercise>ex\d\d), (?P<steps>step \d+|steps \d+-\d+|steps \d+(?:, \d+)+)\)")
 ANY_TODO = re.compile(r"\bTODO\b[^\n]{0,40}")
 # A figure a docstring quotes with its unit: 1.5x, 0.75 levels, 30%, 200 ms, 2 s, 512 MiB, 224 px, ...
-QUOTED_FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) ?(x|×|%|levels?|ms|s|seconds|MiB|GiB|MB|KiB|px|pixels)(?![\w])")
+QUOTED_FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) ?(x|×|%|levels?|ms|s|seconds|MiB|GiB|MB|KiB|px|pixels)(?!\w)")
 MARKERS = ("step", "throughput", "cuda_only", "timeout_s", "spawn_covered_by", "spawn_case_of_its_own")
 
 
@@ -221,34 +216,43 @@ def _literal(node: ast.expr, names: dict[str, Any]) -> Any:
 
 
 def module_constants(tree: ast.Module) -> dict[str, Any]:
-    """The module-level names bound to a literal value (or arithmetic on such names)."""
+    """The module-level names bound to a literal value (or arithmetic on such names), `A, B = 1, 2` included."""
     names: dict[str, Any] = {}
     for node in tree.body:
-        target, value = (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-            else (node.target, node.value) if isinstance(node, ast.AnnAssign) and node.value is not None else (None, None)
-        if isinstance(target, ast.Name):
-            try:
-                names[target.id] = _literal(value, names)
-            except (KeyError, ValueError, TypeError, ZeroDivisionError, SyntaxError):
-                pass
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        pairs = list(zip(target.elts, value.elts)) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+            and len(target.elts) == len(value.elts) else [(target, value)]
+        for name, expression in pairs:
+            if isinstance(name, ast.Name):
+                try:
+                    names[name.id] = _literal(expression, names)
+                except (KeyError, ValueError, TypeError, ZeroDivisionError, SyntaxError):
+                    pass
     return names
 
 
 @dataclass(frozen=True)
 class Declared:
-    """One check as its grader file writes it: its markers (name -> literal arguments), docstring and line."""
+    """One check as its grader file writes it: its markers (name -> literal arguments; `repeated` names those given
+    twice), the options of each, its docstring, its line and the names its body calls."""
 
     name: str
     marks: dict[str, tuple[Any, ...]]
     mark_options: dict[str, dict[str, Any]]
+    repeated: tuple[str, ...]
     doc: str
     line: int
+    calls: tuple[str, ...]
 
 
-@cache
-def declared(exercise: str) -> tuple[tuple[str, ...], tuple[Declared, ...]]:
-    """(the file's own `pytestmark` markers, its checks) read from grader/test_<exercise>.py's syntax."""
-    tree = ast.parse((GRADER_PACKAGE / f"test_{exercise}.py").read_text(encoding="utf-8"))
+def read_declarations(source: str) -> tuple[tuple[str, ...], tuple[Declared, ...]]:
+    """(a grader file's own `pytestmark` markers, its checks) read from its source."""
+    tree = ast.parse(source)
     names = module_constants(tree)
     file_marks: list[str] = []
     checks = []
@@ -257,7 +261,9 @@ def declared(exercise: str) -> tuple[tuple[str, ...], tuple[Declared, ...]]:
             values = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
             file_marks += [_mark_name(value) for value in values]
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            marks, options = {}, {}
+            marks: dict[str, tuple[Any, ...]] = {}
+            options: dict[str, dict[str, Any]] = {}
+            repeated = []
             for decorator in node.decorator_list:
                 name = _mark_name(decorator)
                 args: tuple[Any, ...] = ()
@@ -265,10 +271,20 @@ def declared(exercise: str) -> tuple[tuple[str, ...], tuple[Declared, ...]]:
                     for arg in decorator.args:
                         args += _literal(arg.value, names) if isinstance(arg, ast.Starred) else (_literal(arg, names),)
                     options[name] = {k.arg: _literal(k.value, names) for k in decorator.keywords}
+                if name in marks:
+                    repeated.append(name)
                 marks[name] = args
-            checks.append(Declared(node.name.removeprefix("test_"), marks, options, ast.get_docstring(node) or "",
-                                   node.lineno))
+            calls = tuple(ast.unparse(call.func) for statement in node.body for call in ast.walk(statement)
+                          if isinstance(call, ast.Call))
+            checks.append(Declared(node.name.removeprefix("test_"), marks, options, tuple(repeated),
+                                   ast.get_docstring(node) or "", node.lineno, calls))
     return tuple(file_marks), tuple(checks)
+
+
+@cache
+def declared(exercise: str) -> tuple[tuple[str, ...], tuple[Declared, ...]]:
+    """(the file's own `pytestmark` markers, its checks) read from grader/test_<exercise>.py, nothing imported."""
+    return read_declarations((GRADER_PACKAGE / f"test_{exercise}.py").read_text(encoding="utf-8"))
 
 
 def _mark_name(node: ast.expr) -> str:
@@ -329,14 +345,15 @@ def _numbers(value: Any) -> set[float]:
     return set()
 
 
-def constants_used(module: str, function: str) -> dict[str, set[float]]:
-    """'<module>.<NAME>' -> its numeric value(s), for every constant that `function` of `module` uses, following the
-    names it calls or reads through that module's functions and the course modules (loaderlab, grader) it imports."""
+def constants_used(module: str, *functions: str) -> dict[str, set[float]]:
+    """'<module>.<NAME>' -> its numeric value(s), for every constant that `functions` of `module` (a module's top-level
+    name) use, following the names they call or read through that module's functions and the course modules
+    (loaderlab, grader) it imports."""
     found: dict[str, set[float]] = {}
     seen: set[tuple[str, str]] = set()
-    todo = [(module, function)]
-    while todo:
-        where, name = todo.pop()
+    pending = [(module, function) for function in functions]
+    while pending:
+        where, name = pending.pop()
         if (where, name) in seen:
             continue
         seen.add((where, name))
@@ -344,19 +361,33 @@ def constants_used(module: str, function: str) -> dict[str, set[float]]:
         if name in constants:
             found[f"{where}.{name}"] = _numbers(constants[name])
         elif name in imported:
-            todo.append((imported[name], name))
+            pending.append((imported[name], name))
         elif name in definitions:
-            todo += [(where, node.id) for node in ast.walk(definitions[name]) if isinstance(node, ast.Name)]
+            pending += [(where, node.id) for node in ast.walk(definitions[name]) if isinstance(node, ast.Name)]
     return found
 
 
-def quoted_figures(text: str) -> list[tuple[str, float]]:
-    """(the figure as written, its value) for every number quoted with a unit; a percentage also as a fraction."""
-    return [(match[0], float(match[1])) for match in QUOTED_FIGURE.finditer(" ".join(text.split()))]
+def top_level_names(module: str) -> list[str]:
+    """Every constant, function, class and course import of a course module."""
+    constants, definitions, imported = _module_facts(module)
+    return [*constants, *definitions, *imported]
 
 
-def figure_held(value: float, unit: str, constants: set[float]) -> bool:
-    """Whether a quoted figure equals one of the constants (30% also as 0.3)."""
-    candidates = {value} | ({value / 100} if unit == "%" else set())
-    return any(abs(candidate - constant) <= 1e-9 * max(1.0, abs(constant)) for candidate in candidates
-               for constant in constants)
+def quoted_figures(text: str) -> list[str]:
+    """Every number `text` quotes with a unit, as written ("1.5x", "30%", "2 ms")."""
+    return [match[0] for match in QUOTED_FIGURE.finditer(" ".join(text.split()))]
+
+
+def figure_held(figure: str, constants: set[float]) -> bool:
+    """Whether a quoted figure ("30%", "2 ms", "1.85x") equals one of the constants: a percentage also as a fraction,
+    milliseconds also as seconds, and a figure of two decimals or more as the constant rounded to them."""
+    match = QUOTED_FIGURE.fullmatch(figure)
+    value, unit = float(match[1]), match[2]
+    candidates = {value} | ({value / 100} if unit == "%" else set()) | ({value / 1000} if unit == "ms" else set())
+    decimals = len(match[1].partition(".")[2])
+    for constant in constants:
+        if any(abs(candidate - constant) <= 1e-9 * max(1.0, abs(constant)) for candidate in candidates):
+            return True
+        if decimals >= 2 and round(constant, decimals) in candidates:
+            return True
+    return False
