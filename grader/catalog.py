@@ -108,10 +108,8 @@ def find(exercise: str) -> Exercise:
 # The one TODO form: `TODO(exNN, step N)`, `TODO(exNN, steps N-M)` or `TODO(exNN, steps 1, 3)`. A comment goes on
 # `: <what to build and why>`; a stub's NotImplementedError reads "TODO(exNN, step N) in exercises/<file>.py: <what>".
 TODO_TAG = re.compile(r"TODO\((?P<exercise>ex\d\d), (?P<steps>step \d+|steps \d+-\d+|steps \d+(?:, \d+)+)\)")
-ANY_TODO = re.compile(r"\bTODO\b[^\n]{0,40}")
 # A figure a docstring quotes with its unit: 1.5x, 0.75 levels, 30%, 200 ms, 2 s, 512 MiB, 224 px, ...
 QUOTED_FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) ?(x|×|%|levels?|ms|s|seconds|MiB|GiB|MB|KiB|px|pixels)(?!\w)")
-MARKERS = ("step", "throughput", "cuda_only", "timeout_s", "spawn_covered_by", "spawn_case_of_its_own")
 
 
 @dataclass(frozen=True)
