@@ -45,16 +45,16 @@ def profile_stages(stages: Sequence[tuple[str, Callable[[Any], Any]]], inputs: I
     - the result maps every stage name to its total wall-clock seconds over all inputs, in stage
       order: a stage that waits (on storage, on a lock) counts as much as one that computes.
     """
-    # TODO(step 1): time every stage call on its own and add it to that stage's total. Why: one
+    # TODO(ex01, step 1): time every stage call on its own and add it to that stage's total. Why: one
     # time per input tells you the loader is slow; a total per stage tells you what to fix.
-    raise NotImplementedError("TODO(step 1) in exercises/ex01_profile_and_fix.py: profile_stages")
+    raise NotImplementedError("TODO(ex01, step 1) in exercises/ex01_profile_and_fix.py: profile_stages")
 
 
 def find_bottleneck(seconds_by_stage: Mapping[str, float]) -> str:
     """The name of the stage that took the most time; on a tie, the first of the tied stages in order."""
-    # TODO(step 1): name the stage with the largest total. Ties go to the earliest stage, so the
+    # TODO(ex01, step 1): name the stage with the largest total. Ties go to the earliest stage, so the
     # same profile always names the same stage.
-    raise NotImplementedError("TODO(step 1) in exercises/ex01_profile_and_fix.py: find_bottleneck")
+    raise NotImplementedError("TODO(ex01, step 1) in exercises/ex01_profile_and_fix.py: find_bottleneck")
 
 
 @dataclass(frozen=True)
@@ -88,17 +88,17 @@ def load_batches(
       thread: no threads or processes (modules 02 and 03), and no cache between calls (every
       call reads and decodes the files as they are now).
     """
-    # TODO(step 2): decode each sample to its centre crop (reference_crop is right, and slow:
+    # TODO(ex01, step 2): decode each sample to its centre crop (reference_crop is right, and slow:
     # step 4 replaces it), and fill batches with the crops as they come. Counting the images you
     # hold, rather than the samples you have read, is what keeps batches full once step 3 skips
     # some.
-    # TODO(step 3): some files in a real dataset do not decode. Skip each one and report it, then
+    # TODO(ex01, step 3): some files in a real dataset do not decode. Skip each one and report it, then
     # go on with the next file. Let a missing file raise: a wrong path is a bug in the sample list,
     # and skipping it would hide the bug.
-    # TODO(step 4): profile your loader with your profile_stages, then make the slowest stage cheaper:
+    # TODO(ex01, step 4): profile your loader with your profile_stages, then make the slowest stage cheaper:
     # stay in uint8, let the JPEG decoder skip the pixels the resize would throw away, and resample
     # once, from the decoded image straight to 224x224. Notebook 01, section 3 measures each win.
-    raise NotImplementedError("TODO(step 2) in exercises/ex01_profile_and_fix.py: load_batches "
+    raise NotImplementedError("TODO(ex01, step 2) in exercises/ex01_profile_and_fix.py: load_batches "
                               "(steps 3 and 4 are TODOs in the same function)")
 
 
@@ -126,10 +126,10 @@ def decode_less_crop(path: Path | str) -> np.ndarray:
     - at least 1.75x `reference_crop`'s images/s, both on one thread, on the same 64 training images of ImageNet's
       size (crop window under 4 x 224 px), spread evenly.
     """
-    # TODO(step 5): build a crop that does only the work the crop keeps. reference_crop decodes every pixel and
+    # TODO(ex01, step 5): build a crop that does only the work the crop keeps. reference_crop decodes every pixel and
     # resizes the whole image, yet keeps one centre square (`loaderlab.images.crop_window(width, height)`): profile
     # its stages on a few files with your profile_stages to see what that costs. Notebook 01, section 5 measures
     # several ways to do less, each alone, with its speed beside its pixel error, on the ordinary images and on
     # those at a DCT scale's edge: choose the ones that pay on your machine, combine them, and check the edge
     # images before you trust an average.
-    raise NotImplementedError("TODO(step 5) in exercises/ex01_profile_and_fix.py: decode_less_crop")
+    raise NotImplementedError("TODO(ex01, step 5) in exercises/ex01_profile_and_fix.py: decode_less_crop")

@@ -26,7 +26,7 @@ and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under
 as stored with no EXIF rotation, grayscale as three equal channels, CMYK as Pillow
 converts it).
 
-Each step's TODO raises NotImplementedError naming it ("TODO(ex03-2) ..."), so the
+Each step's TODO raises NotImplementedError naming it ("TODO(ex03, step 2) ..."), so the
 steps you have not started read "not started" in the grade.
 Grade: `pytest grader/test_ex03_process_loader.py` (add `--start-method spawn` to
 grade it as macOS and Windows start workers). Hints: `make hint EX=ex03`.
@@ -81,9 +81,9 @@ def slot_array(buffer: memoryview | bytearray, rows: int) -> np.ndarray:
 
     Workers write a batch through it; the parent reads a batch out through it.
     """
-    # TODO(ex03-2): make a numpy array that uses `buffer` as its memory (no copy), then
+    # TODO(ex03, step 2): make a numpy array that uses `buffer` as its memory (no copy), then
     # use it on both sides of the hand-over described above.
-    raise NotImplementedError("TODO(ex03-2) in exercises/ex03_process_loader.py: slot_array (shared-memory hand-over)")
+    raise NotImplementedError("TODO(ex03, step 2) in exercises/ex03_process_loader.py: slot_array (shared-memory hand-over)")
 
 
 # ---- step 3: seeding ---------------------------------------------------------------------
@@ -94,8 +94,8 @@ def slot_array(buffer: memoryview | bytearray, rows: int) -> np.ndarray:
 
 def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
     """The generator for sample `index` of epoch `epoch`: np.random.default_rng([seed, epoch, index])."""
-    # TODO(ex03-3): return that generator, and hand it to the transform for every sample in the workers.
-    raise NotImplementedError("TODO(ex03-3) in exercises/ex03_process_loader.py: sample_rng (seeding)")
+    # TODO(ex03, step 3): return that generator, and hand it to the transform for every sample in the workers.
+    raise NotImplementedError("TODO(ex03, step 3) in exercises/ex03_process_loader.py: sample_rng (seeding)")
 
 
 # ---- step 4: errors and deaths -----------------------------------------------------------
@@ -105,9 +105,9 @@ def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
 
 def describe_exit(exitcode: int | None) -> str:
     """How a worker process ended, in words, from its `exitcode` (None: still running)."""
-    # TODO(ex03-4): a negative exit code means "killed by that signal" (name it); then make
+    # TODO(ex03, step 4): a negative exit code means "killed by that signal" (name it); then make
     # the loader report worker errors, dead workers and stuck workers as the contract says.
-    raise NotImplementedError("TODO(ex03-4) in exercises/ex03_process_loader.py: describe_exit (errors and deaths)")
+    raise NotImplementedError("TODO(ex03, step 4) in exercises/ex03_process_loader.py: describe_exit (errors and deaths)")
 
 
 # ---- step 5: clean shutdown --------------------------------------------------------------
@@ -116,8 +116,8 @@ def describe_exit(exitcode: int | None) -> str:
 
 def stop_processes(processes: Sequence[BaseProcess], timeout_s: float) -> list[int]:
     """Join every process within `timeout_s` in all, then kill and join those still alive; their pids."""
-    # TODO(ex03-5): do that, and make close() use it, safe to call twice, from every way out.
-    raise NotImplementedError("TODO(ex03-5) in exercises/ex03_process_loader.py: stop_processes (clean shutdown)")
+    # TODO(ex03, step 5): do that, and make close() use it, safe to call twice, from every way out.
+    raise NotImplementedError("TODO(ex03, step 5) in exercises/ex03_process_loader.py: stop_processes (clean shutdown)")
 
 
 class ProcessLoader:
@@ -168,28 +168,28 @@ class ProcessLoader:
     def __init__(self, samples: Sequence[Sample], transform: Transform, batch_size: int, num_workers: int,
                  seed: int, timeout_s: float = 60.0, start_method: str | None = None, prefetch: int = 2,
                  *, epoch: int = 0) -> None:
-        # TODO(ex03-1): start `num_workers` worker processes from the context of `start_method`,
+        # TODO(ex03, step 1): start `num_workers` worker processes from the context of `start_method`,
         # each running a worker function that you write at the top level of this module (spawn
         # pickles it by name, so it cannot be a method, a lambda or a nested function). Hand the
         # workers whole batches of sample indices, at most `num_workers * prefetch` in flight so
         # that memory stays bounded, and decide now which worker gets which batch: next() must
         # return batches in sample order, whichever worker is faster. For now a worker may send
         # the pixels back pickled and give the transform any numpy Generator (steps 2 and 3).
-        raise NotImplementedError("TODO(ex03-1) in exercises/ex03_process_loader.py: ProcessLoader.__init__")
+        raise NotImplementedError("TODO(ex03, step 1) in exercises/ex03_process_loader.py: ProcessLoader.__init__")
 
     def __iter__(self) -> ProcessLoader:
         return self
 
     def __next__(self) -> tuple[np.ndarray, np.ndarray]:
-        # TODO(ex03-1): return the next batch in sample order: wait for it (with a timeout,
+        # TODO(ex03, step 1): return the next batch in sample order: wait for it (with a timeout,
         # never forever), keep batches that arrive early until their turn, hand out more
         # work as batches leave; after the last batch, close() and raise StopIteration.
-        raise NotImplementedError("TODO(ex03-1) in exercises/ex03_process_loader.py: ProcessLoader.__next__")
+        raise NotImplementedError("TODO(ex03, step 1) in exercises/ex03_process_loader.py: ProcessLoader.__next__")
 
     def close(self) -> None:
-        # TODO(ex03-1): tell every worker to stop and wait for it to exit, so no process is
+        # TODO(ex03, step 1): tell every worker to stop and wait for it to exit, so no process is
         # left behind (step 5 makes this robust against busy and stuck workers).
-        raise NotImplementedError("TODO(ex03-1) in exercises/ex03_process_loader.py: ProcessLoader.close")
+        raise NotImplementedError("TODO(ex03, step 1) in exercises/ex03_process_loader.py: ProcessLoader.close")
 
     def __enter__(self) -> ProcessLoader:
         return self

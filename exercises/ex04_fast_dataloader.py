@@ -8,12 +8,12 @@ not the loader's job: they run once per batch, on the device.
 
 Build it in steps; the grader reports each one, so you can stop after any step with
 something that passes:
-  1. one cheap sample (TODO ex04a-c): `CenterCropDataset(root)[i]`, pixels within 2.0
+  1. one cheap sample (TODO(ex04, step 1)): `CenterCropDataset(root)[i]`, pixels within 2.0
      levels on average (6.0 at worst) of `loaderlab.images.reference_crop`;
-  2. the loader (TODO ex04d): batches in file order, every sample once, the last
+  2. the loader (TODO(ex04, step 2)): batches in file order, every sample once, the last
      partial batch kept, for any batch size and worker count;
-  3. workers (TODO ex04e): exactly `num_workers` worker processes, a default for None;
-  4. shuffle, seeds and augmentation (TODO ex04f-g): shuffled epochs, random flips that
+  3. workers (TODO(ex04, step 3)): exactly `num_workers` worker processes, a default for None;
+  4. shuffle, seeds and augmentation (TODO(ex04, step 4)): shuffled epochs, random flips that
      differ between workers and between epochs, all reproducible for a seed;
   5. bad input: a missing root or an empty class folder raises an error naming it
      (nothing to add if step 1 lists the samples with `list_samples`);
@@ -58,21 +58,21 @@ class CenterCropDataset(Dataset):
     """
 
     def __init__(self, root: Path | str, augment: bool = False, seed: int = 0) -> None:
-        # TODO(ex04a) [step 1]: keep the samples of `root` (class folders in sorted order give the labels),
+        # TODO(ex04, step 1): keep the samples of `root` (class folders in sorted order give the labels),
         # `augment`, and a random generator seeded with `seed` for the flips of step 4.
-        raise NotImplementedError("TODO(ex04a) [step 1] in exercises/ex04_fast_dataloader.py: CenterCropDataset.__init__")
+        raise NotImplementedError("TODO(ex04, step 1) in exercises/ex04_fast_dataloader.py: CenterCropDataset.__init__")
 
     def __len__(self) -> int:
-        # TODO(ex04b) [step 1]: the number of samples.
-        raise NotImplementedError("TODO(ex04b) [step 1] in exercises/ex04_fast_dataloader.py: CenterCropDataset.__len__")
+        # TODO(ex04, step 1): the number of samples.
+        raise NotImplementedError("TODO(ex04, step 1) in exercises/ex04_fast_dataloader.py: CenterCropDataset.__len__")
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        # TODO(ex04c) [step 1]: sample `index` as (uint8 CHW tensor, label), made cheaply: this runs once per image
+        # TODO(ex04, step 1): sample `index` as (uint8 CHW tensor, label), made cheaply: this runs once per image
         # per epoch, so every saved millisecond counts. Your exercise-01 crop is the cheap one (decode no more
         # pixels than the resize needs; crop and resize in one step). Keep uint8: a float32 image has four times
         # the bytes to collate and hand over from the workers. With `augment`, pass the crop through random_flip
         # (step 4) with the dataset's generator.
-        raise NotImplementedError("TODO(ex04c) [step 1] in exercises/ex04_fast_dataloader.py: CenterCropDataset.__getitem__")
+        raise NotImplementedError("TODO(ex04, step 1) in exercises/ex04_fast_dataloader.py: CenterCropDataset.__getitem__")
 
 
 def make_loader(root: Path | str, batch_size: int = 64, num_workers: int | None = None, *,
@@ -91,34 +91,34 @@ def make_loader(root: Path | str, batch_size: int = 64, num_workers: int | None 
       the same for the same `seed` and `num_workers`, others for another seed;
     - a missing root or an empty class folder raises an error naming it.
     """
-    # TODO(ex04d) [step 2]: a DataLoader over CenterCropDataset(root, augment, seed) that keeps the last partial
+    # TODO(ex04, step 2): a DataLoader over CenterCropDataset(root, augment, seed) that keeps the last partial
     # batch, with num_workers passed on unchanged (None alone means default_num_workers()), and `shuffle` with a
     # torch generator seeded by `seed`, so that a seed gives the same orders again.
-    raise NotImplementedError("TODO(ex04d) [step 2] in exercises/ex04_fast_dataloader.py: make_loader")
+    raise NotImplementedError("TODO(ex04, step 2) in exercises/ex04_fast_dataloader.py: make_loader")
 
 
 def default_num_workers() -> int:
     """The worker count for num_workers=None."""
-    # TODO(ex04e) [step 3]: decoding is CPU-bound, so the default comes from the cores this process may use
+    # TODO(ex04, step 3): decoding is CPU-bound, so the default comes from the cores this process may use
     # (more workers than cores only take turns). Also in make_loader: keep the workers alive between epochs
     # (starting them costs every epoch otherwise), an option that DataLoader accepts only with workers.
-    raise NotImplementedError("TODO(ex04e) [step 3] in exercises/ex04_fast_dataloader.py: default_num_workers")
+    raise NotImplementedError("TODO(ex04, step 3) in exercises/ex04_fast_dataloader.py: default_num_workers")
 
 
 def random_flip(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The HWC image mirrored left-right with probability 1/2, drawn from `rng`."""
-    # TODO(ex04f) [step 4]: toss the coin with `rng`, the generator of the process loading the image: the dataset's
+    # TODO(ex04, step 4): toss the coin with `rng`, the generator of the process loading the image: the dataset's
     # own in this process, but in a worker the worker's copy of it, so every worker would toss the same coins if
     # nothing gave each worker a generator of its own (seed_worker does).
-    raise NotImplementedError("TODO(ex04f) [step 4] in exercises/ex04_fast_dataloader.py: random_flip")
+    raise NotImplementedError("TODO(ex04, step 4) in exercises/ex04_fast_dataloader.py: random_flip")
 
 
 def seed_worker(worker_id: int) -> None:
     """worker_init_fn: runs in each worker process the loader starts, before that worker loads anything."""
-    # TODO(ex04g) [step 4]: give this worker's copy of the dataset a generator of its own, seeded from the seed
+    # TODO(ex04, step 4): give this worker's copy of the dataset a generator of its own, seeded from the seed
     # PyTorch gives this worker (get_worker_info(): the loader's base seed + the worker id). The base seed comes
     # from the loader's generator each time the loader starts its workers: once per loader with persistent workers
     # (this function then runs once per worker, and its generator goes on from epoch to epoch), once per epoch
     # without them. So flips differ between workers and between epochs, and a seeded loader repeats them.
     # Then have make_loader pass this function as the DataLoader's worker_init_fn.
-    raise NotImplementedError("TODO(ex04g) [step 4] in exercises/ex04_fast_dataloader.py: seed_worker")
+    raise NotImplementedError("TODO(ex04, step 4) in exercises/ex04_fast_dataloader.py: seed_worker")

@@ -7,9 +7,9 @@ cache or a worker starting up can make one run look much slower or faster than i
 is. So measure each candidate several times and compare medians, never single runs.
 
 Build it in steps; the grader reports each one:
-  1. the input (TODO ex05a): bad candidate lists are refused before anything is
+  1. the input (TODO(ex05, step 1)): bad candidate lists are refused before anything is
      measured; a single candidate is the answer;
-  2. the choice (TODO ex05b-c): synthetic throughput curves with known answers, some
+  2. the choice (TODO(ex05, step 2)): synthetic throughput curves with known answers, some
      with planted outliers, `measure` calls counted;
   3. a real sweep: your chooser picks a worker count for a real DataLoader, which the
      grader re-measures against the best count it finds.
@@ -43,12 +43,12 @@ def choose_num_workers(measure: Measure, candidates: Sequence[int], *, tolerance
       best median, not the fastest: beyond that point more workers cost memory and
       start-up for a gain lost in the noise. The grader also asks for tolerance=0.1.
     """
-    # TODO(ex05a) [step 1]: refuse a sweep that has no answer or holds something that is not a worker count, before
+    # TODO(ex05, step 1): refuse a sweep that has no answer or holds something that is not a worker count, before
     # measuring anything, and answer a single candidate without measuring.
-    raise NotImplementedError("TODO(ex05a) [step 1] in exercises/ex05_choose_workers.py: choose_num_workers, the input")
-    # TODO(ex05b) [step 2]: measure every candidate `repeats` times and keep one typical figure per candidate that one
+    raise NotImplementedError("TODO(ex05, step 1) in exercises/ex05_choose_workers.py: choose_num_workers, the input")
+    # TODO(ex05, step 2): measure every candidate `repeats` times and keep one typical figure per candidate that one
     # outlier cannot move. Measuring in rounds (every candidate once per round) spreads a busy spell of the machine
     # over all the candidates instead of one.
-    raise NotImplementedError("TODO(ex05b) [step 2] in exercises/ex05_choose_workers.py: choose_num_workers, measuring")
-    # TODO(ex05c) [step 2]: from those figures, return the smallest candidate within `tolerance` of the best.
-    raise NotImplementedError("TODO(ex05c) [step 2] in exercises/ex05_choose_workers.py: choose_num_workers, the rule")
+    raise NotImplementedError("TODO(ex05, step 2) in exercises/ex05_choose_workers.py: choose_num_workers, measuring")
+    # TODO(ex05, step 2): from those figures, return the smallest candidate within `tolerance` of the best.
+    raise NotImplementedError("TODO(ex05, step 2) in exercises/ex05_choose_workers.py: choose_num_workers, the rule")

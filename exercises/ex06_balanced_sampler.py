@@ -12,8 +12,8 @@ The dataset is given: `loaderlab.torchdata.CenterCropFolder(split_dir)` yields
 label in index order, without decoding anything.
 
 Build it in steps; the grader reports each one:
-  1. weights (TODO ex06a): one weight per sample;
-  2. balanced epochs (TODO ex06b): the loader's batches, epoch length, class
+  1. weights (TODO(ex06, step 1)): one weight per sample;
+  2. balanced epochs (TODO(ex06, step 2)): the loader's batches, epoch length, class
      frequencies and seeding;
   3. bad input: a missing folder or an epoch_length below 1 is refused (graded on
      what step 2 built);
@@ -43,9 +43,9 @@ def sample_weights(labels: Sequence[int]) -> torch.Tensor:
     proportion to these weights draws each class equally often. Any labels work,
     in any order: [0, 0, 0, 1] -> [1/3, 1/3, 1/3, 1]; [7, 3, 7] -> [1/2, 1, 1/2].
     """
-    # TODO(ex06a) [step 1]: count the samples of each class, then give every sample the inverse of its class's
+    # TODO(ex06, step 1): count the samples of each class, then give every sample the inverse of its class's
     # count, as floating-point numbers.
-    raise NotImplementedError("TODO(ex06a) [step 1] in exercises/ex06_balanced_sampler.py: sample_weights")
+    raise NotImplementedError("TODO(ex06, step 1) in exercises/ex06_balanced_sampler.py: sample_weights")
 
 
 def make_balanced_loader(split_dir: Path | str, batch_size: int, num_workers: int | None = None, seed: int = 0,
@@ -72,8 +72,8 @@ def make_balanced_loader(split_dir: Path | str, batch_size: int, num_workers: in
     - throughput: at least 0.9x a plain shuffled DataLoader over the same folder
       with one worker process per usable core (`num_workers=None` means that many).
     """
-    # TODO(ex06b) [step 2]: over the given dataset, a sampler that draws each epoch's indices in proportion to
+    # TODO(ex06, step 2): over the given dataset, a sampler that draws each epoch's indices in proportion to
     # sample_weights of the dataset's targets (read the labels there: decoding every image to learn its label
     # would cost a whole epoch before the first batch), with replacement, from a generator of its own seeded once
     # with `seed`; then a DataLoader that loads what it draws with the asked batch size and worker processes.
-    raise NotImplementedError("TODO(ex06b) [step 2] in exercises/ex06_balanced_sampler.py: make_balanced_loader")
+    raise NotImplementedError("TODO(ex06, step 2) in exercises/ex06_balanced_sampler.py: make_balanced_loader")

@@ -42,11 +42,11 @@ def load_and_label(path: tf.Tensor, classes: tf.Tensor) -> tuple[tf.Tensor, tf.T
     folder is not one of `classes` must raise an error (tf.errors.InvalidArgumentError, for
     instance): a silent label 0 would train the model on a wrong answer and nobody would know.
     """
-    # TODO(ex07 step 1): read the file's bytes and decode them into the course's centre crop
+    # TODO(ex07, step 1): read the file's bytes and decode them into the course's centre crop
     # (`decode_center_crop` does the decode, resize and crop the grader compares with). Then find
     # the label: the position of the parent folder's name among `classes`, as an int64 tensor, and
     # fail loudly when the name is not there. This runs inside tf.data, on tensors: use tf ops.
-    raise NotImplementedError("TODO(ex07 step 1) in exercises/ex07_tfdata_pipeline.py: load_and_label")
+    raise NotImplementedError("TODO(ex07, step 1) in exercises/ex07_tfdata_pipeline.py: load_and_label")
 
 
 def random_flip(image: tf.Tensor, label: tf.Tensor, seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -56,11 +56,11 @@ def random_flip(image: tf.Tensor, label: tf.Tensor, seed: tf.Tensor) -> tuple[tf
     its own draw (never the whole batch flipped together). `seed` is a shape-(2,) integer tensor
     that build_pipeline makes different for every element (or batch) and every epoch.
     """
-    # TODO(ex07 step 4): flip with probability 1/2, decided by `seed` alone, so that the same seed
+    # TODO(ex07, step 4): flip with probability 1/2, decided by `seed` alone, so that the same seed
     # gives the same flip and a new seed a new draw. TensorFlow's image ops have a stateless flip.
     # Then call random_flip from build_pipeline when training, after the shuffle, with a new seed
     # for every element each epoch (tf.data can make a stream of random numbers for that).
-    raise NotImplementedError("TODO(ex07 step 4) in exercises/ex07_tfdata_pipeline.py: random_flip")
+    raise NotImplementedError("TODO(ex07, step 4) in exercises/ex07_tfdata_pipeline.py: random_flip")
 
 
 def build_pipeline(root: Path | str, batch_size: int, training: bool, seed: int,
@@ -93,17 +93,17 @@ def build_pipeline(root: Path | str, batch_size: int, training: bool, seed: int,
       first epoch overlaps loading with an emulated training step (at least 1.25x the naive
       pipeline), and a later epoch replays the cache (at least 3x the naive pipeline).
     """
-    # TODO(ex07 step 2): the pipeline for training=False. Start from the files `image_paths`
+    # TODO(ex07, step 2): the pipeline for training=False. Start from the files `image_paths`
     # lists (in order), turn each into (crop, label) with load_and_label, several at once. Cache
     # the decoded elements, so that later epochs skip reading and decoding; then batch (keeping
     # the last partial batch unless asked to drop it) and prefetch last, so that loading runs
     # while the model trains. Check the folders before anything runs: `image_paths` raises a
     # clear error for a missing folder or an empty class.
-    # TODO(ex07 step 3): when training, shuffle every sample after the cache (before it, the cache
+    # TODO(ex07, step 3): when training, shuffle every sample after the cache (before it, the cache
     # would record one order and replay it), with a buffer that holds the whole dataset, a new
     # order each epoch, and `seed` deciding the sequence of orders. Remove the raise below.
-    # Step 4 (the flip) is in random_flip's TODO.
+    # Step 4 (the flip) is random_flip's, above.
     if training:
         raise NotImplementedError(
-            "TODO(ex07 step 3) in exercises/ex07_tfdata_pipeline.py: build_pipeline(training=True), after step 2")
-    raise NotImplementedError("TODO(ex07 step 2) in exercises/ex07_tfdata_pipeline.py: build_pipeline")
+            "TODO(ex07, step 3) in exercises/ex07_tfdata_pipeline.py: build_pipeline(training=True), after step 2")
+    raise NotImplementedError("TODO(ex07, step 2) in exercises/ex07_tfdata_pipeline.py: build_pipeline")

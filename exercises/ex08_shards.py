@@ -70,22 +70,22 @@ def write_shards(root: Path | str, out_dir: Path | str, target_shard_mb: float) 
       ("circles/circles_000003").
     State your format here: ...
     """
-    # TODO(ex08a), step 1 (write shards): walk the samples in list_samples order and append
+    # TODO(ex08, step 1): walk the samples in list_samples order and append
     # each one (its bytes untouched, its key, its label) to the open shard; once the open
     # shard has reached the target, close it, so the next sample starts a new one. Why
     # "reached" and not "would overflow": a sample larger than the target must still land in
     # a shard of its own, never leave an empty shard behind. Close the last, partial shard too.
-    raise NotImplementedError("TODO(ex08a), step 1 (write shards): write_shards in exercises/ex08_shards.py")
+    raise NotImplementedError("TODO(ex08, step 1) in exercises/ex08_shards.py: write_shards (write shards)")
 
 
 def shuffle_buffer(items: Iterable[T], buffer_size: int, rng: np.random.Generator) -> Iterator[T]:
     """Yield `items` in a random order, holding at most `buffer_size` of them at a time (all randomness from `rng`)."""
-    # TODO(ex08f), step 4 (shuffle per epoch): a shuffle buffer, as tf.data's shuffle and
+    # TODO(ex08, step 4): a shuffle buffer, as tf.data's shuffle and
     # webdataset's shuffle: keep up to buffer_size items; once it is full, each new item
     # sends out one of the kept items, picked at random, and takes its place. Why: memory
     # stays at buffer_size samples, yet a sample can leave long after it came in. When the
     # items run out, what is still kept comes out too, in random order (not as it was kept).
-    raise NotImplementedError("TODO(ex08f), step 4 (shuffle per epoch): shuffle_buffer in exercises/ex08_shards.py")
+    raise NotImplementedError("TODO(ex08, step 4) in exercises/ex08_shards.py: shuffle_buffer (shuffle per epoch)")
 
 
 class ShardDataset(IterableDataset):
@@ -136,12 +136,12 @@ class ShardDataset(IterableDataset):
     def __init__(self, out_dir: Path | str, shuffle: bool = True, seed: int = 0, buffer_size: int = 256, *,
                  storage: SlowStorage | None = None, rank: int = 0, world_size: int = 1,
                  decode: Callable[[bytes], Any] | None = None) -> None:
-        # TODO(ex08b), step 2 (read them back in order): find this folder's shard files, sorted, in
+        # TODO(ex08, step 2): find this folder's shard files, sorted, in
         # self.shards, and keep every argument on self, with self.epoch = 0. Keep nothing on the
         # class or the module: several datasets (and their worker copies) live at once. Step 5
         # asks for a clear error here when the folder holds no shard: a typo must not train on nothing.
-        raise NotImplementedError("TODO(ex08b), step 2 (read them back in order): ShardDataset.__init__ "
-                                  "in exercises/ex08_shards.py")
+        raise NotImplementedError("TODO(ex08, step 2) in exercises/ex08_shards.py: "
+                                  "ShardDataset.__init__ (read them back in order)")
 
     def set_epoch(self, epoch: int) -> None:
         """Choose the epoch whose order the next iteration gives (call it before creating the DataLoader iterator)."""
@@ -151,41 +151,41 @@ class ShardDataset(IterableDataset):
         """Every shard, in the order this epoch reads them: the same list in every worker and every rank."""
         if not self.shuffle:
             return list(self.shards)
-        # TODO(ex08e), step 4 (shuffle per epoch): the shards in an order that depends on
+        # TODO(ex08, step 4): the shards in an order that depends on
         # (seed, epoch) and on nothing else, so that every worker and every rank, each
         # computing it alone (in another process), gets the same list.
-        raise NotImplementedError("TODO(ex08e), step 4 (shuffle per epoch): ShardDataset.shard_order "
-                                  "in exercises/ex08_shards.py")
+        raise NotImplementedError("TODO(ex08, step 4) in exercises/ex08_shards.py: "
+                                  "ShardDataset.shard_order (shuffle per epoch)")
 
     def shards_for(self, worker_id: int, num_workers: int) -> list[Path]:
         """The shards that (self.rank, worker_id) reads this epoch: its share of shard_order()."""
         if self.world_size * num_workers == 1:
             return self.shard_order()
-        # TODO(ex08d), step 3 (split across workers and ranks): give this slot its own share of
+        # TODO(ex08, step 3): give this slot its own share of
         # shard_order(): the world_size * num_workers slots together must cover every shard
         # exactly once, leftovers included, and a slot may get none. Why whole shards: a
         # worker that read every shard and kept every k-th sample would read k times the bytes.
-        raise NotImplementedError("TODO(ex08d), step 3 (split across workers and ranks): ShardDataset.shards_for "
-                                  "in exercises/ex08_shards.py")
+        raise NotImplementedError("TODO(ex08, step 3) in exercises/ex08_shards.py: "
+                                  "ShardDataset.shards_for (split across workers and ranks)")
 
     def __iter__(self) -> Iterator[ShardSample]:
-        # TODO(ex08c), step 2 (read them back in order): find out which DataLoader worker runs
+        # TODO(ex08, step 2): find out which DataLoader worker runs
         # this (none: the main process is the only one), read this slot's shards (shards_for)
         # one after the other, each front to back, and yield a ShardSample per sample, with
         # decode applied when given. When shuffling, pass the samples through shuffle_buffer
         # (step 4), with a generator seeded by the epoch too. Read each shard's bytes through
         # self._open(shard).
-        raise NotImplementedError("TODO(ex08c), step 2 (read them back in order): ShardDataset.__iter__ "
-                                  "in exercises/ex08_shards.py")
+        raise NotImplementedError("TODO(ex08, step 2) in exercises/ex08_shards.py: "
+                                  "ShardDataset.__iter__ (read them back in order)")
 
     def _open(self, shard: Path) -> BinaryIO:
         """The shard as a file object: the local file, or (step 5) its bytes fetched through storage."""
         if self.storage is None:
             return shard.open("rb")
-        # TODO(ex08g), step 5 (remote reads and bad shards): fetch the shard through
+        # TODO(ex08, step 5): fetch the shard through
         # self.storage in one request (as from object storage: every request pays a
         # latency) and hand its bytes on as a file object. Then make bad input loud: a
         # shard that stops short must raise an error that names the shard (wherever your
         # reader parses it), and __init__ must raise one naming the folder when it holds no shard.
-        raise NotImplementedError("TODO(ex08g), step 5 (remote reads and bad shards): ShardDataset._open "
-                                  "in exercises/ex08_shards.py")
+        raise NotImplementedError("TODO(ex08, step 5) in exercises/ex08_shards.py: "
+                                  "ShardDataset._open (remote reads and bad shards)")

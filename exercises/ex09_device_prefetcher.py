@@ -58,18 +58,18 @@ class DevicePrefetcher:
     def __init__(self, loader: Iterable[Batch], device: torch.device | str, depth: int = 2,
                  mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD,
                  channels_last: bool = False) -> None:
-        # TODO(ex09a): keep the device (torch.device(device)), depth and channels_last; make `mean` and
+        # TODO(ex09, step 1): keep the device (torch.device(device)), depth and channels_last; make `mean` and
         # `std` float32 tensors shaped (1, 3, 1, 1) ON the device, once, here; start iterating the loader;
         # make an empty queue of batches already sent to the device. Only where the device is CUDA,
         # create a side stream for the copies: the caller's kernels run on the current stream, and two
         # streams are what lets a copy and a kernel run at the same time.
-        raise NotImplementedError("TODO(ex09a) in exercises/ex09_device_prefetcher.py: DevicePrefetcher.__init__")
+        raise NotImplementedError("TODO(ex09, step 1) in exercises/ex09_device_prefetcher.py: DevicePrefetcher.__init__")
 
     def __iter__(self) -> DevicePrefetcher:
         return self
 
     def __next__(self) -> Batch:
-        # TODO(ex09b): make sure one batch is on its way (on the first call none is), take the oldest
+        # TODO(ex09, step 2): make sure one batch is on its way (on the first call none is), take the oldest
         # one, and only then send the next depth-1 batches on their way, so that their copies run while
         # the caller computes on the one returned. At the end of the loader raise StopIteration; if
         # the loader failed, raise its exception once the batches before it are handed over.
@@ -77,22 +77,22 @@ class DevicePrefetcher:
         # a batch still being copied), and each returned tensor must be recorded as used by the
         # caller's stream (or the allocator may hand its memory to the next copy while the caller's
         # kernels still read it).
-        raise NotImplementedError("TODO(ex09b) in exercises/ex09_device_prefetcher.py: DevicePrefetcher.__next__")
+        raise NotImplementedError("TODO(ex09, step 2) in exercises/ex09_device_prefetcher.py: DevicePrefetcher.__next__")
 
     def _to_device(self, batch: Batch) -> Batch:
         """Send one (uint8 images, labels) batch to the device and normalise it there; returns device tensors."""
-        # TODO(ex09c): the batch on the device, normalised as the contract says (its order of operations: another
+        # TODO(ex09, steps 1, 3): the batch on the device, normalised as the contract says (its order of operations: another
         # order gives other bits). Without CUDA an ordinary copy will do. With CUDA the copy must run beside the
         # caller's work, not before it: on a stream of your own, from memory the copy engine can read while the
         # CPU goes on, and ordered after anything the caller's stream was still doing with what it hands you.
-        raise NotImplementedError("TODO(ex09c) in exercises/ex09_device_prefetcher.py: DevicePrefetcher._to_device")
+        raise NotImplementedError("TODO(ex09, steps 1, 3) in exercises/ex09_device_prefetcher.py: DevicePrefetcher._to_device")
 
     def close(self) -> None:
         """Stop: drop pending batches and close the loader's iterator; leave nothing running."""
-        # TODO(ex09d): forget the pending batches, close the loader's iterator if it has close() (a
+        # TODO(ex09, step 2): forget the pending batches, close the loader's iterator if it has close() (a
         # generator does) and drop your reference to it (a DataLoader's workers stop when their
         # iterator goes), and on CUDA wait for the side stream to finish what it was given.
-        raise NotImplementedError("TODO(ex09d) in exercises/ex09_device_prefetcher.py: DevicePrefetcher.close")
+        raise NotImplementedError("TODO(ex09, step 2) in exercises/ex09_device_prefetcher.py: DevicePrefetcher.close")
 
     def __enter__(self) -> DevicePrefetcher:
         return self

@@ -68,21 +68,21 @@ def read_batches(shard_dir: Path | str, batch_size: int, num_workers: int) -> It
     - `num_workers` DataLoader worker processes read the shards, and send bytes, never pixels;
     - a missing folder, or a truncated shard, raises an error naming it.
     """
-    # TODO(ex10a): a DataLoader over TarShardReader(shard_dir) with num_workers workers (and a
+    # TODO(ex10, step 1): a DataLoader over TarShardReader(shard_dir) with num_workers workers (and a
     # timeout when there are workers). The default collate cannot stack bytes: give it a collate_fn (a
     # top-level function, so spawn can pickle it) that keeps a chunk as lists of bytes, labels and keys.
     # Each worker ends on a partial chunk of its own, so do not yield the chunks as they come: gather
     # them and cut batches of batch_size here; after the loop, yield what is left.
-    raise NotImplementedError("TODO(ex10a) in exercises/ex10_gpu_decode.py: read_batches")
+    raise NotImplementedError("TODO(ex10, step 1) in exercises/ex10_gpu_decode.py: read_batches")
 
 
 def resize_center_crop(image: torch.Tensor) -> torch.Tensor:
     """A uint8 (3, H, W) image, on any device: the short side resized to 256 (bilinear, antialiased, aspect
     ratio kept), then the centre 224 x 224. Within 0.75 levels on average (1.5 for any image) of
     `reference_crop` for an image the CPU decoded, 2.0 (6.0) for one a GPU decoded."""
-    # TODO(ex10b): the same crop as `reference_crop`, but on a tensor and on whatever device the image is on
+    # TODO(ex10, step 2): the same crop as `reference_crop`, but on a tensor and on whatever device the image is on
     # (the GPU decoder's output never comes back to the CPU): uint8 in, uint8 out, nothing copied across.
-    raise NotImplementedError("TODO(ex10b) in exercises/ex10_gpu_decode.py: resize_center_crop")
+    raise NotImplementedError("TODO(ex10, step 2) in exercises/ex10_gpu_decode.py: resize_center_crop")
 
 
 def decode_batch(jpegs: Sequence[bytes], device: torch.device | str, names: Sequence[str] | None = None) -> torch.Tensor:
@@ -90,10 +90,10 @@ def decode_batch(jpegs: Sequence[bytes], device: torch.device | str, names: Sequ
 
     `names` (the samples' keys) go to `decode_jpegs`, which names a sample that does not decode.
     """
-    # TODO(ex10c): one decode_jpegs call for the whole list (nvJPEG's hardware decoder decodes a list far
+    # TODO(ex10, step 2): one decode_jpegs call for the whole list (nvJPEG's hardware decoder decodes a list far
     # faster than one image per call; without it the call is the same), then resize_center_crop each image (they differ in size, so they cannot be
     # stacked before) and stack the crops.
-    raise NotImplementedError("TODO(ex10c) in exercises/ex10_gpu_decode.py: decode_batch")
+    raise NotImplementedError("TODO(ex10, step 2) in exercises/ex10_gpu_decode.py: decode_batch")
 
 
 def gpu_decode_loader(shard_dir: Path | str, batch_size: int = 64, device: torch.device | str | None = None,
@@ -107,7 +107,7 @@ def gpu_decode_loader(shard_dir: Path | str, batch_size: int = 64, device: torch
       an error naming its key (never a silent skip);
     - stopping early (closing the generator, or dropping it) stops the workers.
     """
-    # TODO(ex10d): read_batches, then decode_batch each batch on the device with its keys as names, and
+    # TODO(ex10, step 3): read_batches, then decode_batch each batch on the device with its keys as names, and
     # move the labels there too. Close the batches you read from in a `finally`, so that a caller who
     # stops early stops the workers.
-    raise NotImplementedError("TODO(ex10d) in exercises/ex10_gpu_decode.py: gpu_decode_loader")
+    raise NotImplementedError("TODO(ex10, step 3) in exercises/ex10_gpu_decode.py: gpu_decode_loader")

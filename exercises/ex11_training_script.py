@@ -57,7 +57,7 @@ from loaderlab.paths import active_profile, dataset_dir
 from loaderlab.training import (BATCH_SIZE, IMAGE_SIZE, MEAN, RESIZE, SEED, STD, WARMUP_BATCHES, EpochRecord,
                                 SmallCNN, TrainingRun, epochs_for, make_optimizer, seed_everything, train_step)
 
-# TODO(ex11) [steps 1-10]: what a practitioner running this script would notice. Reproduce and measure each symptom
+# TODO(ex11, steps 1-10): what a practitioner running this script would notice. Reproduce and measure each symptom
 # before you change anything, then find its cause:
 # - the loop waits for data much of each epoch (`make capstone`'s stall column), and one item costs far more time
 #   and bytes than the 64x64 picture it ends as;

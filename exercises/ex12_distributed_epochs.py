@@ -8,11 +8,11 @@ its gradient all_reduce for a partner that has left: the job hangs); a new order
 on every rank without any talking; and the same order whatever number of DataLoader workers a rank uses.
 
 Build it in steps; the grader reports each one:
-  1. one epoch split (TODO ex12a, ex12b): DistributedEpochSampler, checked in one process;
-  2. real ranks (TODO ex12c): exact_mean and the sampler, run on 2 and 3 ranks joined by gloo on
+  1. one epoch split (TODO(ex12, step 1)): DistributedEpochSampler, checked in one process;
+  2. real ranks (TODO(ex12, step 2)): exact_mean and the sampler, run on 2 and 3 ranks joined by gloo on
      127.0.0.1 (`loaderlab.distributed.run_ranks`), with a time limit: a rank that waits in a
      collective forever is reported as hung;
-  3. workers (TODO ex12d, ex12e): WorkerSplitStream keeps the sampler's order for any number of workers
+  3. workers (TODO(ex12, step 3)): WorkerSplitStream keeps the sampler's order for any number of workers
      (0, 2, 3), and its set_epoch reaches workers that persist across epochs (persistent_workers=True);
   4. bad input: a rank outside [0, world_size), a world_size below 1 or a negative dataset_size is refused
      (graded on what step 1 built).
@@ -30,7 +30,8 @@ from torch.utils.data import IterableDataset, Sampler, get_worker_info  # noqa: 
 # How training epochs get equal lengths on every rank when dataset_size % world_size != 0, and what the grader
 # holds you to: "drop" (each rank yields dataset_size // world_size samples, none twice in an epoch) or "pad"
 # (each rank yields ceil(dataset_size / world_size), every sample at least once, the fewest repeats that can
-# even the ranks out). TODO(ex12b) [step 1]: keep or change this to the policy your sampler follows.
+# even the ranks out).
+# TODO(ex12, step 1): keep or change this to the policy your sampler follows.
 TRAINING_POLICY = "drop"
 
 
@@ -49,25 +50,25 @@ class DistributedEpochSampler(Sampler[int]):
     """
 
     def __init__(self, dataset_size: int, world_size: int, rank: int, training: bool, seed: int = 0) -> None:
-        # TODO(ex12a) [step 1]: refuse impossible arguments with ValueError (step 4 grades it), then keep what
+        # TODO(ex12, step 1): refuse impossible arguments with ValueError (step 4 grades it), then keep what
         # __iter__ needs; the epoch starts at 0.
-        raise NotImplementedError("TODO(ex12a) [step 1] in exercises/ex12_distributed_epochs.py: "
+        raise NotImplementedError("TODO(ex12, step 1) in exercises/ex12_distributed_epochs.py: "
                                   "DistributedEpochSampler.__init__")
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch whose order the next iteration follows (every rank calls it with the same value)."""
-        # TODO(ex12b) [step 1]: remember the epoch for __iter__.
-        raise NotImplementedError("TODO(ex12b) [step 1] in exercises/ex12_distributed_epochs.py: set_epoch")
+        # TODO(ex12, step 1): remember the epoch for __iter__.
+        raise NotImplementedError("TODO(ex12, step 1) in exercises/ex12_distributed_epochs.py: set_epoch")
 
     def __iter__(self) -> Iterator[int]:
-        # TODO(ex12b) [step 1]: evaluation: this rank's share of range(dataset_size), each index on exactly one
+        # TODO(ex12, step 1): evaluation: this rank's share of range(dataset_size), each index on exactly one
         # rank. Training: one permutation of range(dataset_size) that every rank draws alike from (seed, epoch)
         # alone (ranks do not talk to agree on it), evened out by TRAINING_POLICY, then this rank's share of it.
-        raise NotImplementedError("TODO(ex12b) [step 1] in exercises/ex12_distributed_epochs.py: __iter__")
+        raise NotImplementedError("TODO(ex12, step 1) in exercises/ex12_distributed_epochs.py: __iter__")
 
     def __len__(self) -> int:
-        # TODO(ex12b) [step 1]: how many indices __iter__ yields on this rank, without drawing the permutation.
-        raise NotImplementedError("TODO(ex12b) [step 1] in exercises/ex12_distributed_epochs.py: __len__")
+        # TODO(ex12, step 1): how many indices __iter__ yields on this rank, without drawing the permutation.
+        raise NotImplementedError("TODO(ex12, step 1) in exercises/ex12_distributed_epochs.py: __len__")
 
 
 def exact_mean(scores: Sequence[float]) -> float:
@@ -77,9 +78,9 @@ def exact_mean(scores: Sequence[float]) -> float:
     their counts may differ by one, and a rank may have none).
     The result is within 1e-6 of the exact mean: float32 arithmetic is precise enough, half precision is not.
     """
-    # TODO(ex12c) [step 2]: combine the ranks' scores with a collective so that each sample weighs the same
+    # TODO(ex12, step 2): combine the ranks' scores with a collective so that each sample weighs the same
     # whatever rank scored it, and every rank gets the result (a mean of the ranks' means weighs them wrongly).
-    raise NotImplementedError("TODO(ex12c) [step 2] in exercises/ex12_distributed_epochs.py: exact_mean")
+    raise NotImplementedError("TODO(ex12, step 2) in exercises/ex12_distributed_epochs.py: exact_mean")
 
 
 class WorkerSplitStream(IterableDataset):
@@ -96,13 +97,13 @@ class WorkerSplitStream(IterableDataset):
 
     def __init__(self, sampler: DistributedEpochSampler, batch_size: int) -> None:
         self.sampler, self.batch_size = sampler, batch_size
-        # TODO(ex12e) [step 3]: whatever set_epoch needs so that workers started earlier see the new epoch.
+        # TODO(ex12, step 3): whatever set_epoch needs so that workers started earlier see the new epoch.
 
     def set_epoch(self, epoch: int) -> None:
-        # TODO(ex12e) [step 3]: set the sampler's epoch here, and make it reach workers that already hold their copy.
-        raise NotImplementedError("TODO(ex12e) [step 3] in exercises/ex12_distributed_epochs.py: WorkerSplitStream.set_epoch")
+        # TODO(ex12, step 3): set the sampler's epoch here, and make it reach workers that already hold their copy.
+        raise NotImplementedError("TODO(ex12, step 3) in exercises/ex12_distributed_epochs.py: WorkerSplitStream.set_epoch")
 
     def __iter__(self) -> Iterator[int]:
-        # TODO(ex12d) [step 3]: in worker w of n (get_worker_info(); None in the main process), yield the indices of
+        # TODO(ex12, step 3): in worker w of n (get_worker_info(); None in the main process), yield the indices of
         # the sampler's batches that the DataLoader's turn-taking will ask worker w for, and only those.
-        raise NotImplementedError("TODO(ex12d) [step 3] in exercises/ex12_distributed_epochs.py: WorkerSplitStream")
+        raise NotImplementedError("TODO(ex12, step 3) in exercises/ex12_distributed_epochs.py: WorkerSplitStream")

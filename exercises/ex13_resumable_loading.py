@@ -6,13 +6,13 @@ the epoch at exactly the sample where the killed run stopped, in the same order,
 on twice and none is skipped. And it must get there without reading the epoch's first part again.
 
 Build `ResumableLoader` in steps; the grader reports each one:
-  1. one process (TODO ex13a-ex13d): the epoch's order, iteration that counts what the loop received,
+  1. one process (TODO(ex13, step 1)): the epoch's order, iteration that counts what the loop received,
      state_dict / load_state_dict, checked in one process, with 2 workers for the count;
   2. killed and resumed: a real training process saves a checkpoint after every batch, is killed with SIGKILL
      mid-epoch, and a loader with another worker count finishes that epoch and runs the next (graded on what
      step 1 built);
-  3. no replay (TODO ex13c): resuming reads only the samples that remain;
-  4. bad input (TODO ex13e): a state that does not fit is refused with ValueError;
+  3. no replay (TODO(ex13, step 3)): resuming reads only the samples that remain;
+  4. bad input (TODO(ex13, step 4)): a state that does not fit is refused with ValueError;
   5. speed: resuming at 3/4 of an epoch at least 3x as fast as iterating there and throwing the batches away.
 Grade: `pytest grader/test_ex13_resumable_loading.py`. Hints: `make hint EX=ex13`.
 """
@@ -51,31 +51,31 @@ class ResumableLoader:
     """
 
     def __init__(self, dataset: Sized, batch_size: int, seed: int = 0, num_workers: int = 0) -> None:
-        # TODO(ex13a) [step 1]: keep the arguments; the epoch starts at 0, with nothing received and nothing loaded.
-        raise NotImplementedError("TODO(ex13a) [step 1] in exercises/ex13_resumable_loading.py: ResumableLoader.__init__")
+        # TODO(ex13, step 1): keep the arguments; the epoch starts at 0, with nothing received and nothing loaded.
+        raise NotImplementedError("TODO(ex13, step 1) in exercises/ex13_resumable_loading.py: ResumableLoader.__init__")
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration follows (a training loop calls it at the top of every epoch)."""
-        # TODO(ex13b) [step 1]: remember the epoch; forget a loaded position unless it is that position's epoch.
-        raise NotImplementedError("TODO(ex13b) [step 1] in exercises/ex13_resumable_loading.py: set_epoch")
+        # TODO(ex13, step 1): remember the epoch; forget a loaded position unless it is that position's epoch.
+        raise NotImplementedError("TODO(ex13, step 1) in exercises/ex13_resumable_loading.py: set_epoch")
 
     def __iter__(self) -> Iterator[Any]:
-        # TODO(ex13c) [step 1, step 3]: this epoch's batches, through a DataLoader with num_workers workers, from where
+        # TODO(ex13, steps 1, 3): this epoch's batches, through a DataLoader with num_workers workers, from where
         # this iteration starts (the loaded position, else the epoch's start) to the end, without reading the samples
         # before it: a resume that reads them again costs what it saves. Keep count of what the training loop has
         # received as it goes: that, and nothing the DataLoader knows, is what a checkpoint must record.
-        raise NotImplementedError("TODO(ex13c) [step 1] in exercises/ex13_resumable_loading.py: __iter__")
+        raise NotImplementedError("TODO(ex13, step 1) in exercises/ex13_resumable_loading.py: __iter__")
 
     def __len__(self) -> int:
-        # TODO(ex13a) [step 1]: batches per epoch, the short last one included.
-        raise NotImplementedError("TODO(ex13a) [step 1] in exercises/ex13_resumable_loading.py: __len__")
+        # TODO(ex13, step 1): batches per epoch, the short last one included.
+        raise NotImplementedError("TODO(ex13, step 1) in exercises/ex13_resumable_loading.py: __len__")
 
     def state_dict(self) -> dict[str, Any]:
-        # TODO(ex13d) [step 1]: a new dict of plain data: the epoch, how many samples the loop has received in it, and
+        # TODO(ex13, step 1): a new dict of plain data: the epoch, how many samples the loop has received in it, and
         # what load_state_dict needs to tell a state that does not fit this loader.
-        raise NotImplementedError("TODO(ex13d) [step 1] in exercises/ex13_resumable_loading.py: state_dict")
+        raise NotImplementedError("TODO(ex13, step 1) in exercises/ex13_resumable_loading.py: state_dict")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        # TODO(ex13d) [step 1]: restore the epoch and the position the next iter() starts from.
-        # TODO(ex13e) [step 4]: first refuse, with ValueError saying what does not match, a state that does not fit.
-        raise NotImplementedError("TODO(ex13d) [step 1] in exercises/ex13_resumable_loading.py: load_state_dict")
+        # TODO(ex13, step 1): restore the epoch and the position the next iter() starts from.
+        # TODO(ex13, step 4): first refuse, with ValueError saying what does not match, a state that does not fit.
+        raise NotImplementedError("TODO(ex13, step 1) in exercises/ex13_resumable_loading.py: load_state_dict")

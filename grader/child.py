@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from grader import shm_ledger  # noqa: F401  (importing it starts the ledger in this process and its workers)
+from grader.catalog import not_gradable_here, step_of
 from grader.results import BUSY_SHARE, ERROR, FAIL, NOT_STARTED, PASS, SKIPPED, Measured
 from grader.support import NotGradedHere
 from loaderlab.bench import Comparison
@@ -76,9 +77,14 @@ def evaluate(target: Path, exercise: str, check: str) -> dict[str, object]:
     except Exception as err:  # the learner's module failed to import: show why
         return {"status": ERROR, "message": f"importing {exercise_file} failed: {type(err).__name__}: {err}\n"
                 + traceback.format_exc(limit=-3)}
-    check_function = getattr(importlib.import_module(f"grader.checks.{exercise}"), check)
+    checks = importlib.import_module(f"grader.checks.{exercise}")
+    if reason := not_gradable_here(exercise, check):  # its marker says so: skipped before the learner's code runs
+        return {"status": SKIPPED, "message": reason}
+    before_step = getattr(checks, "before_step", None)  # exercise 03: a step is "not started" while its TODO is open
     try:
-        outcome = check_function(module)
+        if before_step is not None:
+            before_step(module, step_of(exercise, check))
+        outcome = getattr(checks, check)(module)
     except NotImplementedError as err:
         return {"status": NOT_STARTED, "message": f"not started: {err or 'a TODO is still open'}"}
     except NotGradedHere as err:

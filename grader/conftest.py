@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.catalog import not_gradable_here
 from grader.results import (NOT_STARTED, NOT_TIMED, PASS, SKIPPED, CheckResult, declared_checks, is_learners,
                             results_file, summary_lines, write_json)
 from grader.runner import run_check
@@ -37,11 +38,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A check marked `cuda_only` is skipped, with the reason, where there is no CUDA GPU."""
-    if item.get_closest_marker("cuda_only") is not None:
-        from loaderlab.device import cuda_missing_reason
-
-        reason = cuda_missing_reason()
+    """A check marked `cuda_only` is skipped, with the reason, where it cannot be graded (`catalog.not_gradable_here`:
+    no CUDA GPU, or the further condition the marker names)."""
+    if item.get_closest_marker("cuda_only") is not None and hasattr(item.module, "EXERCISE"):
+        reason = not_gradable_here(item.module.EXERCISE, item.originalname.removeprefix("test_"))
         if reason:
             pytest.skip(reason)
 

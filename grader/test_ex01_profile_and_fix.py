@@ -14,7 +14,7 @@ DECODE_LESS = (5, "decode less")
 
 @pytest.mark.step(*PROFILE)
 def test_profile_times_each_stage(grade):
-    """profile_stages times each stage on a wall clock: known sleep costs come back within 20-30%."""
+    """profile_stages times each stage on a wall clock: known sleep costs come back at most 20% short and 30% long."""
     grade()
 
 

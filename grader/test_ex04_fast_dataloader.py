@@ -64,6 +64,6 @@ def test_bad_input_is_reported(grade):
 def test_twice_the_tutorial_configuration(grade):
     """Epochs of one loader with num_workers=None (worker start-up counts each epoch, unless workers persist, as in
     training) reach 1.0x the tutorial's ImageFolder + Resize + CenterCrop + ToTensor, batch 64, num_workers=0, on 192
-    images, per core free while timing: 2x on an idle 2-core machine. Skipped on one core, where only worker
+    images, per core free while timing: twice that on an idle 2-core machine. Skipped on one core, where only worker
     processes on a second core could reach it."""
     grade()

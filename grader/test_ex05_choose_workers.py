@@ -22,7 +22,7 @@ def test_single_candidate_is_returned(grade):
 
 @pytest.mark.step(2, "the choice")
 def test_smallest_within_five_percent_on_clean_curves(grade):
-    """On noiseless curves (a knee, a peak, a plateau, a 4% gap, unsorted and duplicated candidates, tolerance 0.1
+    """On noiseless curves (a knee, a peak, a plateau, a gap just inside the tolerance, unsorted and duplicated candidates, tolerance 0.1
     and 0; candidates as a list, a range and a tuple of NumPy integers): the smallest count within the tolerance of
     the best, not the fastest."""
     grade()

@@ -67,5 +67,5 @@ def test_bad_state_gets_a_clear_error(grade):
 @pytest.mark.timeout_s(120)
 def test_resume_beats_fast_forward(grade):
     """At 2 ms per read, resuming at 18 of 24 batches is at least 3x as fast as iterating the epoch and throwing the
-    first 18 batches away (ideal 4x: a quarter of the reads)."""
+    first 18 batches away (the ideal: a quarter of the reads)."""
     grade()

@@ -1,6 +1,9 @@
 """Rules that hold for the whole course, checked once over every exercise and every shipped file.
 
 - The answers are a leaf: nothing that ships to learners imports `solutions/` (an allow-list says why where it does).
+- Every exercise follows the one pattern (CONTRIBUTING.md): one TODO form naming the exercise and a step the grader
+  has, one step number (the marker), skips only by the `cuda_only` marker, and every figure a docstring quotes held
+  by a constant the check uses (`pattern_problems`, read through `grader.catalog`; shown able to fail below).
 - Every exercise: each check belongs to a graded step, steps run 1, 2, ... in file order with one title each, the
   timed checks come last in their step, the hints name exactly the checks, a CUDA-only check
   is marked `cuda_only` and its planted folders say `needs = "cuda"`.
@@ -12,10 +15,8 @@ That every check can fail is `tests/test_graders.py::test_every_check_is_proven_
 from __future__ import annotations
 
 import ast
-import importlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tomllib
@@ -244,15 +245,149 @@ def test_stubs_read_not_started_in_a_hand_out(hand_out: tuple[Path, dict[str, st
                 f"{exercise}.{result['check']} on the hand-out's stub: {result['status']}: {result['message'][:800]}")
 
 
+# ---- the one exercise pattern (CONTRIBUTING.md) ------------------------------------------------------------------
+
+def pattern_problems(exercise: str, stub: str, grader: str, checks: str) -> list[str]:
+    """What keeps an exercise from the one pattern, given its stub, grader file and checks module sources: the TODO
+    form, steps that exist, one step number, skips only by marker, and docstring figures held by constants. Each
+    problem says where, what was found and what the pattern asks."""
+    grader_file, checks_module = f"grader/test_{exercise}.py", f"grader.checks.{exercise}"
+    declared = catalog.read_declarations(grader)[1]
+    steps = {int(check.marks["step"][0]) for check in declared if check.marks.get("step")}
+    problems = catalog.todo_problems(stub, f"exercises/{exercise}.py", exercise, steps)
+    for check in declared:
+        where = f"{grader_file}:{check.line} ({check.name})"
+        if "step" in check.repeated:
+            problems.append(f"{where}: two step markers; one `@pytest.mark.step(n, title)` is its step number")
+        if skips := [call for call in check.calls if "skip" in call.lower()]:
+            problems.append(f"{where}: skips in its body ({', '.join(skips)}); skip only by marker: "
+                            '`@pytest.mark.cuda_only` (also="<function of the checks module>" for a further condition)')
+        held = set().union(*catalog.constants_used(checks_module, check.name).values())
+        for figure in catalog.quoted_figures(check.doc):
+            if not catalog.figure_held(figure, held):
+                problems.append(f"{where}: its docstring quotes {figure}, which no constant that {checks_module}."
+                                f"{check.name} uses holds; name the number once, beside the code that enforces it")
+    for node in ast.walk(ast.parse(checks)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            decorators = [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
+            if any(name.split(".")[-1] == "step" for name in decorators):
+                problems.append(f"{checks_module}.{node.name}: a step decorator; its step number is the grader "
+                                "file's `@pytest.mark.step` alone")
+        if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1].startswith("skip"):
+            problems.append(f"{checks_module}:{node.lineno}: {ast.unparse(node.func)}(...); a check never skips "
+                            "itself: mark it `cuda_only` (grader.catalog.not_gradable_here reads the marker)")
+        if isinstance(node, ast.Raise) and node.exc is not None and "NotGradedHere" in ast.unparse(node.exc):
+            problems.append(f"{checks_module}:{node.lineno}: raises NotGradedHere; skip only by the `cuda_only` marker")
+    module_docstring = ast.get_docstring(ast.parse(stub)) or ""
+    targets = set().union(*catalog.constants_used(checks_module, *catalog.top_level_names(checks_module)).values())
+    for figure in catalog.quoted_figures(module_docstring):
+        if not catalog.figure_held(figure, targets):
+            problems.append(f"exercises/{exercise}.py (docstring): quotes {figure}, which no constant of "
+                            f"{checks_module} (or what it imports) holds")
+    return problems
+
+
+def _sources(exercise: str) -> dict[str, str]:
+    return {"stub": (REPO_ROOT / "exercises" / f"{exercise}.py").read_text(encoding="utf-8"),
+            "grader": (REPO_ROOT / "grader" / f"test_{exercise}.py").read_text(encoding="utf-8"),
+            "checks": (REPO_ROOT / "grader" / "checks" / f"{exercise}.py").read_text(encoding="utf-8")}
+
+
 @pytest.mark.parametrize("exercise", EXERCISES)
-def test_a_target_stated_in_a_checks_docstring_is_the_one_enforced(exercise: str) -> None:
-    """A grader's docstrings state rules; a target they quote ("at least 1.5x") must be a constant of the checks module
-    that enforces it, so the number is written once (an ex03 docstring once promised 0.6x the free cores while the
-    check enforced 0.9 + 0.5 x (free - 1))."""
-    tests = importlib.import_module(f"grader.test_{exercise}")
-    checks = importlib.import_module(f"grader.checks.{exercise}")
-    constants = {value for value in vars(checks).values() if isinstance(value, int | float) and not isinstance(value, bool)}
-    for name, function in vars(tests).items():
-        if name.startswith("test_") and function.__doc__:
-            for quoted in re.findall(r"(?:at least|reach(?:es)?|at most) (\d+(?:\.\d+)?)x", " ".join(function.__doc__.split())):
-                assert float(quoted) in constants, f"{name} quotes {quoted}x, which no constant of grader/checks/{exercise}.py holds"
+def test_the_exercise_follows_the_one_pattern(exercise: str) -> None:
+    """CONTRIBUTING.md's pattern, held for every exercise (exercise 11's one TODO block at the top lists symptoms
+    and names every step: tests/test_module_08.py holds its shape)."""
+    sources = _sources(exercise)
+    problems = pattern_problems(exercise, **sources)
+    assert not problems, "\n".join(problems)
+    named = {step for todo in catalog.read_todos(sources["stub"], exercise) for step in todo.steps}
+    assert named, f"exercises/{exercise}.py: no TODO names a step"
+
+
+# Today's other TODO forms (issue 34), each rejected by the pattern check with a message that names the form.
+OTHER_TODO_FORMS = {
+    "bare step": ("# TODO(step 5): build it\n", 'raise NotImplementedError("TODO(step 5) in exercises/{file}: it")'),
+    "dash": ("# TODO(ex04-2): build it\n", 'raise NotImplementedError("TODO(ex04-2) in exercises/{file}: it")'),
+    "letter and bracket": ("# TODO(ex04d) [step 2]: build it\n",
+                           'raise NotImplementedError("TODO(ex04d) [step 2] in exercises/{file}: it")'),
+    "no comma": ("# TODO(ex04 step 2): build it\n",
+                 'raise NotImplementedError("TODO(ex04 step 2) in exercises/{file}: it")'),
+    "step after": ("# TODO(ex04b), step 2 (the loader): build it\n",
+                   'raise NotImplementedError("TODO(ex04b), step 2 (the loader): it in exercises/{file}")'),
+    "no step": ("# TODO(ex04a): build it\n", 'raise NotImplementedError("TODO(ex04a) in exercises/{file}: it")'),
+}
+EXAMPLE = "ex04_fast_dataloader"
+
+
+def _with_stub_todo(comment: str, raised: str) -> str:
+    """Exercise 04's stub with its make_loader TODO (comment and NotImplementedError) written another way."""
+    stub = _sources(EXAMPLE)["stub"]
+    start = stub.index("    # TODO(ex04, step 2)")
+    end = stub.index("\n", stub.index("raise NotImplementedError", start))
+    return stub[:start] + "    " + comment + "    " + raised.format(file=f"{EXAMPLE}.py") + stub[end:]
+
+
+def test_todays_stubs_pass_the_pattern_check() -> None:
+    assert not pattern_problems(EXAMPLE, **_sources(EXAMPLE))
+    several = _with_stub_todo("# TODO(ex04, steps 2, 3): build it\n",
+                              'raise NotImplementedError("TODO(ex04, steps 2-3) in exercises/{file}: it")')
+    assert not pattern_problems(EXAMPLE, **(_sources(EXAMPLE) | {"stub": several}))
+
+
+@pytest.mark.parametrize("form", sorted(OTHER_TODO_FORMS))
+def test_a_stub_in_another_todo_form_is_rejected(form: str) -> None:
+    problems = pattern_problems(EXAMPLE, **(_sources(EXAMPLE) | {"stub": _with_stub_todo(*OTHER_TODO_FORMS[form])}))
+    assert problems and all("is not in the form `TODO(ex04, step N)" in p for p in problems), problems
+    assert all(p.startswith(f"exercises/{EXAMPLE}.py:") for p in problems), "each message says where"
+
+
+def test_a_todo_naming_a_step_the_grader_lacks_or_another_exercise_is_rejected() -> None:
+    for comment, expected in [("# TODO(ex04, step 9): build it\n", "names step [9], which grader/test_ex04"),
+                              ("# TODO(ex05, step 2): build it\n", "names ex05, but the file is ex04's")]:
+        stub = _with_stub_todo(comment, 'raise NotImplementedError("TODO(ex04, step 2) in exercises/{file}: it")')
+        problems = pattern_problems(EXAMPLE, **(_sources(EXAMPLE) | {"stub": stub}))
+        assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_a_second_step_number_is_rejected() -> None:
+    sources = _sources("ex03_process_loader")
+    checks = sources["checks"].replace("\ndef batches_match_sequential_reference(",
+                                       "\n@step(1)\ndef batches_match_sequential_reference(")
+    problems = pattern_problems("ex03_process_loader", **(sources | {"checks": checks}))
+    assert problems == ["grader.checks.ex03_process_loader.batches_match_sequential_reference: a step decorator; its "
+                        "step number is the grader file's `@pytest.mark.step` alone"], problems
+    grader = sources["grader"].replace("@pytest.mark.step(*ORDER)\n", "@pytest.mark.step(*ORDER)\n@pytest.mark.step(2, 'x')\n", 1)
+    problems = pattern_problems("ex03_process_loader", **(sources | {"grader": grader}))
+    assert len(problems) == 1 and "two step markers" in problems[0], problems
+
+
+def test_an_in_body_skip_is_rejected() -> None:
+    sources = _sources("ex10_gpu_decode")
+    grader = sources["grader"].replace('calibrated there."""\n    grade()',
+                                       'calibrated there."""\n    pytest.skip("no GPU")\n    grade()')
+    assert grader != sources["grader"]
+    problems = pattern_problems("ex10_gpu_decode", **(sources | {"grader": grader}))
+    assert len(problems) == 1 and "skips in its body (pytest.skip); skip only by marker" in problems[0], problems
+    checks = sources["checks"] + "\n\ndef _skip_without_cuda(ex):\n    raise NotGradedHere('no GPU')\n"
+    problems = pattern_problems("ex10_gpu_decode", **(sources | {"checks": checks}))
+    assert len(problems) == 1 and "raises NotGradedHere; skip only by the `cuda_only` marker" in problems[0], problems
+
+
+@pytest.mark.parametrize("changed, figure", [("At 2.5x", "2.5x"), ("At 0.8 levels", "0.8 levels"),
+                                             ("At 40%", "40%"), ("At 7 ms", "7 ms")])
+def test_a_docstring_figure_no_constant_holds_is_rejected(changed: str, figure: str) -> None:
+    sources = _sources("ex13_resumable_loading")
+    grader = sources["grader"].replace("At 2 ms per read", f"{changed} per read")
+    assert grader != sources["grader"]
+    problems = pattern_problems("ex13_resumable_loading", **(sources | {"grader": grader}))
+    assert len(problems) == 1 and f"quotes {figure}, which no constant" in problems[0], problems
+    stub = sources["stub"].replace("at least 3x as fast", f"at least {figure} as fast")
+    assert stub != sources["stub"]
+    problems = pattern_problems("ex13_resumable_loading", **(sources | {"stub": stub}))
+    assert len(problems) == 1 and f"(docstring): quotes {figure}" in problems[0], problems
+
+
+def test_a_figure_is_held_as_a_fraction_milliseconds_or_rounded() -> None:
+    assert catalog.figure_held("30%", {0.3}) and catalog.figure_held("2 ms", {0.002})
+    assert catalog.figure_held("1.85x", {24 / 13}) and not catalog.figure_held("2x", {1.5})
+    assert not catalog.figure_held("0.75 levels", {0.8})

@@ -239,8 +239,7 @@ def test_graders_of_exercises_that_start_processes_are_marked_for_spawn(exercise
     """`make test` re-grades under spawn only the exercises marked `starts_processes`: the mark must follow the code."""
     solution = (REPO_ROOT / "solutions" / f"{exercise}.py").read_text()
     starts = any(word in solution for word in PROCESS_WORDS)
-    marks = getattr(importlib.import_module(f"grader.test_{exercise}"), "pytestmark", [])
-    marked = any(mark.name == "starts_processes" for mark in (marks if isinstance(marks, list) else [marks]))
+    marked = catalog.find(exercise).starts_processes
     assert starts == marked, (f"{exercise}: its solution {'starts' if starts else 'starts no'} worker processes; "
                               f"{'add' if starts else 'remove'} `pytestmark = pytest.mark.starts_processes` in grader/test_{exercise}.py")
 
@@ -250,28 +249,23 @@ def test_checks_left_out_of_the_spawn_pass_start_spawn_workers_themselves(exerci
     """`make test` skips `spawn_case_of_its_own` checks under spawn: each must really start spawn workers itself."""
     import inspect
 
-    module = importlib.import_module(f"grader.test_{exercise}")
     checks = importlib.import_module(f"grader.checks.{exercise}")
-    for name, function in vars(module).items():
-        if name.startswith("test_") and any(m.name == "spawn_case_of_its_own" for m in getattr(function, "pytestmark", [])):
-            source = inspect.getsource(getattr(checks, name.removeprefix("test_")))
-            assert '"spawn"' in source, f"{exercise}: {name} is marked spawn_case_of_its_own but starts no spawn workers itself"
-
-
-def _marks(function: object) -> dict[str, pytest.Mark]:
-    return {mark.name: mark for mark in getattr(function, "pytestmark", [])}
+    for check in catalog.find(exercise).checks:
+        if "spawn_case_of_its_own" in check.marks:
+            source = inspect.getsource(getattr(checks, check.name))
+            assert '"spawn"' in source, f"{exercise}: {check.name} is marked spawn_case_of_its_own but starts no spawn workers itself"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_checks_covered_under_spawn_name_a_check_the_spawn_pass_runs(exercise: str) -> None:
     """`make test` skips `spawn_covered_by(check)` checks under spawn: the check named must be of the same exercise,
     start workers, and be graded under spawn itself (by the spawn pass, or as a spawn case of its own)."""
-    module = importlib.import_module(f"grader.test_{exercise}")
-    for name, function in vars(module).items():
-        covered = _marks(function).get("spawn_covered_by") if name.startswith("test_") else None
-        if covered is None:
+    checks = {check.name: check for check in catalog.find(exercise).checks}
+    for name, check in checks.items():
+        if "spawn_covered_by" not in check.marks:
             continue
-        other = getattr(module, f"test_{covered.args[0]}", None)
-        assert other is not None, f"{exercise}: {name} is spawn_covered_by({covered.args[0]!r}), which is not a check of it"
-        assert "spawn_covered_by" not in _marks(other) and "throughput" not in _marks(other), (
-            f"{exercise}: {name} is covered by {covered.args[0]}, which the spawn pass does not run either")
+        covering = check.marks["spawn_covered_by"][0]
+        other = checks.get(covering)
+        assert other is not None, f"{exercise}: {name} is spawn_covered_by({covering!r}), which is not a check of it"
+        assert "spawn_covered_by" not in other.marks and not other.timed, (
+            f"{exercise}: {name} is covered by {covering}, which the spawn pass does not run either")

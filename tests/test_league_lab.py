@@ -35,10 +35,10 @@ def test_a_trailing_entry_is_sent_back_to_its_module_and_a_level_one_is_not() ->
 def test_rejected_and_not_started_entries_say_why_and_where_to_look() -> None:
     lines = _lessons(_row("ex04", "ranked", [200.0]), _row("yours-ex04", "rejected", [300.0], "3 wrong labels"),
                      _row("ex07", "not installed", note="pip install -r requirements.txt"),
-                     _row("yours-ex07", "not started", note="TODO(ex07 step 2)"))
+                     _row("yours-ex07", "not started", note="TODO(ex07, step 2)"))
     assert lines["yours-ex04"].startswith("yours-ex04: rejected (3 wrong labels); the solution's 200 img/s")
     assert lines["yours-ex04"].endswith("revisit " + league_lab.LESSONS["ex04"])
-    assert "not started (TODO(ex07 step 2)); the solution not installed; revisit module 05" in lines["yours-ex07"]
+    assert "not started (TODO(ex07, step 2)); the solution not installed; revisit module 05" in lines["yours-ex07"]
 
 
 def test_an_entry_that_raises_reads_as_crashed() -> None:
@@ -53,7 +53,7 @@ def test_the_league_runs_in_this_process() -> None:
     result = league.run_league("ci", 1, 12, names, log=lambda line: None, run_entry=league_lab.in_this_process)
     rows = {row["name"]: row for row in result["rows"]}
     assert rows["yours-ex04"]["status"] == "not started" and "TODO(ex04" in rows["yours-ex04"]["note"]
-    assert rows["yours-ex01"]["status"] == "not started" and "TODO(step 5)" in rows["yours-ex01"]["note"]
+    assert rows["yours-ex01"]["status"] == "not started" and "TODO(ex01, step 5)" in rows["yours-ex01"]["note"]
     assert rows["planted-skips-crop"]["status"] == "rejected"
     assert rows["tutorial"]["status"] == "ranked" and rows["tutorial"]["median"] > 0
     assert result["ceiling"] and result["window_ceiling"]

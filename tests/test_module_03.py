@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader import catalog
 from grader.checks import ex03_process_loader as checks
 from grader.results import FAIL, NOT_STARTED, PASS
 from grader.runner import run_check
@@ -22,21 +22,10 @@ from solutions import ex03_process_loader as solution
 
 EXERCISE = "ex03_process_loader"
 STUB = REPO_ROOT / "exercises" / f"{EXERCISE}.py"
-grader_file = importlib.import_module(f"grader.test_{EXERCISE}")
 
 
 def _draw(generator: np.random.Generator) -> bytes:
     return generator.integers(0, 256, size=(8, 3), dtype=np.uint8).tobytes()
-
-
-def _graded_checks() -> dict[str, tuple[int, str]]:
-    """Each check of the grader file with its step (number, title), in file order."""
-    found = {}
-    for name, function in vars(grader_file).items():
-        if name.startswith("test_"):
-            marker = next(m for m in getattr(function, "pytestmark", []) if m.name == "step")
-            found[name.removeprefix("test_")] = (marker.args[0], marker.args[1])
-    return found
 
 
 # ---- the seeding erratum: sample i of epoch e is np.random.default_rng([seed, epoch, i]) ----------------
@@ -82,27 +71,18 @@ def test_a_dead_pool_worker_in_the_standard_librarys_words_counts_as_reported() 
 
 # ---- graded steps --------------------------------------------------------------------------------------
 
-def test_steps_are_numbered_in_order_and_agree_with_the_checks() -> None:
-    graded = _graded_checks()
-    numbers = [number for number, _ in graded.values()]
-    assert numbers == sorted(numbers) and set(numbers) == set(range(1, 7)), numbers
-    titles = {}
-    for check, (number, title) in graded.items():
-        assert titles.setdefault(number, title) == title, f"step {number} has two titles"
-        assert getattr(checks, check).step == number, f"{check}: the checks module says step {getattr(checks, check).step}"
-        timed = any(m.name == "throughput" for m in getattr(getattr(grader_file, f"test_{check}"), "pytestmark", []))
-        assert timed == (number == 6), f"{check}: only the last step (speed) is timed"
-    assert all(len(f"step {n}: {title}") <= 28 for n, title in titles.items()), "step titles must fit the summary table"
+def test_only_the_last_step_is_timed_and_step_titles_fit_the_summary_table() -> None:
+    steps = catalog.find(EXERCISE).steps()
+    assert [number for number, _, _ in steps] == list(range(1, 7))
+    for number, title, members in steps:
+        assert all(check.timed == (number == 6) for check in members), f"step {number}: only the last step (speed) is timed"
+        assert len(f"step {number}: {title}") <= 28, "step titles must fit the summary table"
 
 
-def test_every_todo_of_the_stub_raises_and_names_its_step() -> None:
-    source = STUB.read_text()
-    tags = re.findall(r"TODO\(ex03-(\d)\)", source)
-    raised = re.findall(r'raise NotImplementedError\("TODO\(ex03-(\d)\)', source)
-    assert set(tags) == set(raised) == {"1", "2", "3", "4", "5"}, (tags, raised)
+def test_each_step_helper_of_the_stub_raises_its_todo() -> None:
     stub = importlib.import_module("exercises.ex03_process_loader")
     for number, (helper, arguments) in checks.STEP_TODOS.items():
-        with pytest.raises(NotImplementedError, match=rf"TODO\(ex03-{number}\)"):
+        with pytest.raises(NotImplementedError, match=rf"TODO\(ex03, step {number}\)"):
             getattr(stub, helper)(*arguments())
 
 
@@ -196,15 +176,15 @@ class ProcessLoader:
 def test_a_learner_can_stop_after_step_1(tmp_path: Path) -> None:
     """Step 1's checks pass a loader that only does step 1; every later step reads "not started" with its TODO."""
     (tmp_path / f"{EXERCISE}.py").write_text(textwrap.dedent(STEP_1_ONLY))
-    graded = _graded_checks()
-    for check, (number, _) in graded.items():
+    graded = {check.name: check.step for check in catalog.find(EXERCISE).checks}
+    for check, number in graded.items():
         if number == 1:
             result = run_check(tmp_path, EXERCISE, check, timeout_s=120)
             assert result.status == PASS, result.explain()
     for number in (2, 3, 4, 5):
-        for check in [c for c, (n, _) in graded.items() if n == number]:
+        for check in [c for c, n in graded.items() if n == number]:
             result = run_check(tmp_path, EXERCISE, check, timeout_s=60)
-            assert result.status == NOT_STARTED and f"TODO(ex03-{number})" in result.message, result.explain()
+            assert result.status == NOT_STARTED and f"TODO(ex03, step {number})" in result.message, result.explain()
 
 
 # ---- notebook helpers --------------------------------------------------------------------------------------

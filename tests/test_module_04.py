@@ -105,32 +105,6 @@ def test_ex06_names_the_data_command_that_make_data_runs() -> None:
 
 # ---- graded steps, TODOs and hints --------------------------------------------------------------
 
-def _checks(exercise: str) -> list[tuple[str, int, str, bool]]:
-    """(check, step, step title, timed) for each check of the exercise's grader file, in file order."""
-    module = importlib.import_module(f"grader.test_{exercise}")
-    found = []
-    for name, function in vars(module).items():
-        if name.startswith("test_"):
-            marks = {mark.name: mark for mark in getattr(function, "pytestmark", [])}
-            assert "step" in marks, f"{exercise}: {name} has no @pytest.mark.step"
-            found.append((name.removeprefix("test_"), *marks["step"].args, "throughput" in marks))
-    return found
-
-
-@pytest.mark.parametrize("exercise", EXERCISES)
-def test_every_todo_names_its_step_and_raises_naming_itself(exercise: str) -> None:
-    stub = (REPO_ROOT / "exercises" / f"{exercise}.py").read_text()
-    steps = {step for _, step, _, _ in _checks(exercise)}
-    todos = re.findall(r"# TODO\((ex\d\d[a-z])\) \[step (\d+)\]", stub)
-    assert todos, "the stub has TODOs tagged with their step"
-    assert len({todo for todo, _ in todos}) == len(todos), "each TODO appears once"
-    assert [todo for todo, _ in todos] == sorted(todo for todo, _ in todos), "TODOs lettered in file order"
-    assert [int(step) for _, step in todos] == sorted(int(step) for _, step in todos), "TODOs in step order"
-    raises = re.findall(r'raise NotImplementedError\("TODO\((ex\d\d[a-z])\) \[step (\d+)\] in exercises/', stub)
-    assert sorted(raises) == sorted(todos), f"each TODO raises NotImplementedError naming it and its step: {raises}"
-    assert {int(step) for _, step in todos} <= steps
-
-
 def test_stub_todos_give_no_code() -> None:
     """Code-level help lives in the upper hint levels; a TODO says what to build and why."""
     code = re.compile(r"\w+\([^)]*\)\.\w+|np\.random|torch\.Generator\(|\.manual_seed|Image\.|transpose\(|"

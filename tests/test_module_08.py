@@ -83,7 +83,7 @@ def test_the_stub_has_one_todo_above_the_code_and_none_on_a_defective_line() -> 
                             if line.startswith(("class ", "def ", "CLASS_POSITION")))
     assert blocks[0][0] < first_definition, "the TODO block sits above the code, not on a defective line"
     steps = max(check.step for check in catalog.find("ex11_training_script").checks)
-    assert blocks[0][1].startswith(f"TODO(ex11) [steps 1-{steps}]:"), blocks[0][1][:80]
+    assert blocks[0][1].startswith(f"TODO(ex11, steps 1-{steps}):"), blocks[0][1][:80]
 
 
 def test_the_todo_lists_symptoms_not_causes_or_fixes() -> None:

@@ -7,7 +7,6 @@ that a loader is judged on what its step asks, not on the seeding of step 3."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import mmap
@@ -154,19 +153,11 @@ def _untouched_todo(ex: ModuleType, number: int) -> None:
         return
 
 
-def step(number: int) -> Callable[[Callable[[ModuleType], Any]], Callable[[ModuleType], Any]]:
-    """Mark a check as part of step `number`: it reads "not started" while that step's TODO is untouched."""
-
-    def decorate(check: Callable[[ModuleType], Any]) -> Callable[[ModuleType], Any]:
-        @functools.wraps(check)
-        def graded(ex: ModuleType) -> Any:
-            if number in STEP_TODOS:
-                _untouched_todo(ex, number)
-            return check(ex)
-        graded.step = number  # type: ignore[attr-defined]
-        return graded
-
-    return decorate
+def before_step(ex: ModuleType, number: int) -> None:
+    """Called by the grader before each check of step `number` (its `@pytest.mark.step`): a check reads "not
+    started" while that step's TODO is untouched."""
+    if number in STEP_TODOS:
+        _untouched_todo(ex, number)
 
 
 # ---- helpers ----------------------------------------------------------------------------
@@ -292,7 +283,6 @@ def _check_before_failure(received: list, samples: list[Sample], expected: list[
 
 # ---- step 1: batches in order -------------------------------------------------------------
 
-@step(1)
 def batches_match_sequential_reference(ex: ModuleType) -> None:
     samples = dataset_samples("train", 23)
     with no_leaks("ProcessLoader", shared_memory=True):
@@ -300,7 +290,6 @@ def batches_match_sequential_reference(ex: ModuleType) -> None:
     _check_batches(batches, samples, _expected(samples, _invert), 4, "num_workers=2, batch_size=4")
 
 
-@step(1)
 def same_batches_for_any_worker_count(ex: ModuleType) -> None:
     samples = dataset_samples("train", 30)
     expected = _expected(samples, _invert)
@@ -320,7 +309,6 @@ ARGUMENT_EDGES = [
 ]
 
 
-@step(1)
 def every_argument_at_every_value(ex: ModuleType) -> None:
     pool = dataset_samples("train", 26)
     for count, batch_size, workers, prefetch, pause_s in ARGUMENT_EDGES:
@@ -342,7 +330,6 @@ def every_argument_at_every_value(ex: ModuleType) -> None:
                        f"{setting} (every argument must work at every valid value)")
 
 
-@step(1)
 def work_runs_in_worker_processes(ex: ModuleType) -> None:
     samples = dataset_samples("train", 18)
     with no_leaks("ProcessLoader", shared_memory=True):
@@ -356,7 +343,6 @@ def work_runs_in_worker_processes(ex: ModuleType) -> None:
         "worker (round-robin, or a shared task queue), not all to one.")
 
 
-@step(1)
 def works_under_spawn(ex: ModuleType) -> None:
     samples = dataset_samples("train", 14)
     afresh = ("workers import your module afresh: the worker function and everything it uses must be top-level, "
@@ -375,7 +361,6 @@ def works_under_spawn(ex: ModuleType) -> None:
 
 # ---- step 2: shared-memory hand-over ------------------------------------------------------
 
-@step(2)
 def pixels_travel_through_shared_memory(ex: ModuleType) -> None:
     loader = require(ex, "ProcessLoader")
     samples = dataset_samples("train", 18)
@@ -411,7 +396,6 @@ def pixels_travel_through_shared_memory(ex: ModuleType) -> None:
     _check_batches(batches, samples, _expected(samples, _invert), 3, "num_workers=2, batch_size=3")
 
 
-@step(2)
 def returned_batches_stay_unchanged(ex: ModuleType) -> None:
     samples = dataset_samples("train", 36)
     with no_leaks("ProcessLoader", shared_memory=True):
@@ -419,7 +403,6 @@ def returned_batches_stay_unchanged(ex: ModuleType) -> None:
     _check_batches(batches, samples, _expected(samples, _invert), 3, "12 batches kept by the caller")
 
 
-@step(2)
 def two_loaders_at_once(ex: ModuleType) -> None:
     loader = require(ex, "ProcessLoader")
     pool = dataset_samples("train", 22)
@@ -513,7 +496,6 @@ def _takes_epoch(ex: ModuleType) -> None:
         "that epoch np.random.default_rng([seed, epoch, i]), so that each epoch gets fresh augmentations.")
 
 
-@step(3)
 def augmentations_differ_between_samples(ex: ModuleType) -> None:
     samples = dataset_samples("train", 24)
     stamps = _stamps(ex, samples, 3, "ProcessLoader(num_workers=3) with a random transform")
@@ -529,7 +511,6 @@ def augmentations_differ_between_samples(ex: ModuleType) -> None:
     _require_the_rule(stamps, 0, "epoch 0")
 
 
-@step(3)
 def augmentations_change_every_epoch(ex: ModuleType) -> None:
     _takes_epoch(ex)
     samples = dataset_samples("train", 12)
@@ -584,7 +565,6 @@ def _end_children() -> None:
         child.kill()
 
 
-@step(4)
 def worker_error_reaches_the_parent(ex: ModuleType) -> None:
     samples = dataset_samples("train", 20)
     failing = 9
@@ -605,7 +585,6 @@ def worker_error_reaches_the_parent(ex: ModuleType) -> None:
     _check_before_failure(received, samples, _expected(samples, _invert), 3, failing, "the error")
 
 
-@step(4)
 def dead_worker_is_reported(ex: ModuleType) -> None:
     samples = dataset_samples("train", 18)
     victim = 7
@@ -644,7 +623,6 @@ def _says_timeout(error: BaseException) -> bool:
     return isinstance(error, TimeoutError) or "timeout" in text or "timed out" in text
 
 
-@step(4)
 def timeout_s_bounds_each_wait(ex: ModuleType) -> None:
     steady = dataset_samples("train", STEADY_SAMPLES)
     received: list[tuple[np.ndarray, np.ndarray]] = []
@@ -681,7 +659,6 @@ def timeout_s_bounds_each_wait(ex: ModuleType) -> None:
 
 # ---- step 5: clean shutdown -------------------------------------------------------------------
 
-@step(5)
 def close_leaves_nothing_behind(ex: ModuleType) -> None:
     loader = require(ex, "ProcessLoader")
     samples = dataset_samples("train", 30)
@@ -699,7 +676,6 @@ def close_leaves_nothing_behind(ex: ModuleType) -> None:
         within(30, "iterating to the end", lambda: sum(1 for _ in loader(samples[:9], _invert, 3, 2, SEED)))
 
 
-@step(5)
 def close_stops_a_busy_worker(ex: ModuleType) -> None:
     loader = require(ex, "ProcessLoader")
     samples = dataset_samples("train", 12)
@@ -747,7 +723,6 @@ def _cores_to_time(ex: ModuleType, samples: list[Sample], why_skipped_on_one_cor
     return cores
 
 
-@step(6)
 def processes_beat_the_gil(ex: ModuleType) -> Comparison | None:
     samples = dataset_samples("train", GIL_SAMPLES)
     cores = _cores_to_time(ex, samples, "Processes cannot run the transform in parallel there, so no speed-up is possible.")
@@ -765,7 +740,6 @@ def processes_beat_the_gil(ex: ModuleType) -> Comparison | None:
         )
 
 
-@step(6)
 def beats_a_naive_float32_pool(ex: ModuleType) -> Comparison | None:
     samples = dataset_samples("train", POOL_SAMPLES)
     cores = _cores_to_time(ex, samples, "The gain measured here comes from workers decoding while the parent "

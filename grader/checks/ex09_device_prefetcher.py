@@ -1,9 +1,8 @@
 """Checks for exercise 09 (a device prefetcher). The loader is a list or generator of small random uint8
 batches made here, so every check is short. The correctness checks of steps 1 and 2 run on every machine
 (on the CPU, or the GPU where there is one), and so does step 3, which runs the learner's CUDA branch against a CPU
-stand-in of CUDA (`CudaStandIn`). Those of steps 4 and 5 need CUDA: the grader's test file skips them, with the
-reason, where there is none; run directly (`grader.runner.run_check`), they touch the learner's code once on the CPU
-(so an untouched stub reads "not started") and report themselves skipped with that reason (NotGradedHere)."""
+stand-in of CUDA (`CudaStandIn`). Those of steps 4 and 5 need CUDA: their `cuda_only` marker skips them, with the
+reason, where there is none (`grader.catalog.not_gradable_here`, read by the conftest and the grading child)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from grader.support import CudaStandIn, NotGradedHere, no_leaks, on_cuda_stand_in, require, tensors_in, within
+from grader.support import CudaStandIn, no_leaks, on_cuda_stand_in, require, tensors_in, within
 from loaderlab.baselines import IMAGENET_MEAN, IMAGENET_STD
 from loaderlab.bench import Comparison
 
@@ -109,18 +108,6 @@ def _check_count(got: list[Any], source: list[Any], setting: str) -> None:
            if len(got) > len(source) else
            f"{len(source) - len(got)} never came: the batches still on their way to the device when the loader "
            "ended were dropped, or batches were taken from the loader and not queued (every batch once, in order)."))
-
-
-def _skip_without_cuda(ex: ModuleType) -> None:
-    """Where there is no CUDA GPU: touch the learner's code once on the CPU (an untouched stub then reads "not
-    started"), then report the check as skipped, with the reason (NotGradedHere)."""
-    from loaderlab.device import cuda_missing_reason
-
-    reason = cuda_missing_reason()
-    if reason is None:
-        return
-    within(30, "DevicePrefetcher on the CPU", lambda: _drain(_make(ex, iter(_batches((2,))), "cpu")))
-    raise NotGradedHere(reason)
 
 
 # ---- watching what happens to the loader's batches on the host --------------------------------------
@@ -497,7 +484,6 @@ def cuda_branch_runs_on_a_cpu_stand_in(ex: ModuleType) -> None:
 # ---- CUDA only: step 4 ------------------------------------------------------------------------------
 
 def copies_are_asynchronous_from_pinned_memory(ex: ModuleType) -> None:
-    _skip_without_cuda(ex)
     import torch
 
     device = torch.device("cuda")
@@ -522,7 +508,6 @@ def copies_are_asynchronous_from_pinned_memory(ex: ModuleType) -> None:
 
 
 def no_race_under_cuda_sanitizer(ex: ModuleType) -> None:
-    _skip_without_cuda(ex)
     import torch
     from torch.cuda import _sanitizer
 
@@ -554,7 +539,6 @@ def no_race_under_cuda_sanitizer(ex: ModuleType) -> None:
 
 
 def buffers_outlive_the_compute_that_reads_them(ex: ModuleType) -> None:
-    _skip_without_cuda(ex)
     import torch
 
     from loaderlab.device import cuda_sleep_cycles
@@ -599,7 +583,6 @@ def buffers_outlive_the_compute_that_reads_them(ex: ModuleType) -> None:
 # ---- CUDA only: step 5, speed -------------------------------------------------------------------------
 
 def overlap_beats_copy_then_compute(ex: ModuleType) -> Comparison:
-    _skip_without_cuda(ex)
     import torch
 
     from loaderlab.device import compare_on_cuda, cuda_seconds, cuda_sleep_cycles

@@ -6,7 +6,6 @@ shards of 5 samples. The correctness checks run on the default device
 from __future__ import annotations
 
 import gc
-import io
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -16,9 +15,8 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
-from grader.support import (expected_crop, ANY_IMAGE_SAMPLES, CudaStandIn, NotGradedHere, assert_near_reference_crops, child_processes,
+from grader.support import (ANY_IMAGE_SAMPLES, expected_crop, CudaStandIn, assert_near_reference_crops, child_processes,
                             dataset_samples, in_promised_type, no_leaks, on_cuda_stand_in, relative_str, require,
                             within)
 from loaderlab.bench import Comparison
@@ -185,12 +183,6 @@ def _check_pixels(images: np.ndarray, samples: list[Sample], setting: str, devic
                                    "another filter, or no antialiasing, shows)." if device.type == "cpu" else "."))
 
 
-def _jpeg(size: tuple[int, int] = (300, 400)) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", size, (30, 120, 200)).save(buffer, format="JPEG")
-    return buffer.getvalue()
-
-
 def no_hardware_decoder_reason() -> str | None:
     """Why the timed check cannot hold its target here (None on a GPU with nvJPEG's hardware decoder)."""
     from loaderlab.device import HARDWARE, nvjpeg_path
@@ -201,27 +193,6 @@ def no_hardware_decoder_reason() -> str | None:
     return (f"needs a GPU with nvJPEG's hardware decoder (A100 or H100 class), where its {DEVICE_DECODE_TARGET}x "
             f"target was calibrated (such a GPU decodes a batch at once); here {why}, so the target does not apply; "
             "it is timed on such a GPU")
-
-
-def skip_without_hardware_decoder() -> None:
-    """For the grader's test file: skip the timed check, with the reason, where nvJPEG has no hardware decoder."""
-    import pytest
-
-    reason = no_hardware_decoder_reason()
-    if reason:
-        pytest.skip(reason)
-
-
-def _skip_without_cuda(ex: ModuleType) -> None:
-    """Where there is no CUDA GPU: touch the learner's code once on the CPU (an untouched stub then reads "not
-    started"), then report the check as skipped, with the reason (NotGradedHere)."""
-    from loaderlab.device import cuda_missing_reason
-
-    reason = cuda_missing_reason()
-    if reason is None:
-        return
-    within(30, "decode_batch on the CPU", lambda: require(ex, "decode_batch")([_jpeg()], "cpu"))
-    raise NotGradedHere(reason)
 
 
 # ---- correctness ----------------------------------------------------------------------------------
@@ -473,7 +444,6 @@ def bad_shards_raise_clear_errors(ex: ModuleType) -> None:
 # ---- CUDA only: speed ---------------------------------------------------------------------------------
 
 def device_decode_beats_cpu_workers(ex: ModuleType) -> Comparison:
-    _skip_without_cuda(ex)
     import torch
 
     from loaderlab.baselines import draft_crop_loader
@@ -481,9 +451,6 @@ def device_decode_beats_cpu_workers(ex: ModuleType) -> Comparison:
 
     gpu_decode_loader = require(ex, "gpu_decode_loader")
     device = torch.device("cuda")
-    reason = no_hardware_decoder_reason()
-    if reason is not None:
-        raise NotGradedHere(reason)
     count = min(400, len(list_samples(dataset_dir() / "train")))
     with _shards(count) as (shard_dir, samples):
         root = shard_dir.parent / "train"
