@@ -27,7 +27,6 @@ from grader.hints import hint_for_check, next_hint_command
 from grader.progress import group_status, saved_checks_of
 from grader.results import (DONE, PASS, SKIPPED, busy_while_timing, course_commit, is_measured, measured_cells,
                             read_results, saved_results, short_reason)
-from league.entries import BY_NAME
 from loaderlab.tools.doctor import TENSORFLOW, Report, diagnose
 from loaderlab.machine import facts
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile
@@ -381,16 +380,16 @@ def league_section(path: Path) -> Section | None:
                          f"cores, {league.get('images', '?')} images x {league.get('rounds', '?')} round(s), "
                          f"{league.get('date', '?')}.")
     section.header = ["loader", "images/s", "share of the decode-only ceiling"]
-    yours = [r for r in ranked if _is_yours(r["name"])]
+    yours = [r for r in ranked if _is_yours(r)]
     for row in ranked:
         share = f"{row['median'] / ceiling:.0%}" if ceiling else "-"
-        section.rows.append([row["name"] + (" (yours)" if _is_yours(row["name"]) else ""), f"{row['median']:.0f}",
+        section.rows.append([row["name"] + (" (yours)" if _is_yours(row) else ""), f"{row['median']:.0f}",
                              share])
     if ranked:
-        section.chart = bar_chart([Bar(r["name"] + (" (yours)" if _is_yours(r["name"]) else ""), r["median"],
+        section.chart = bar_chart([Bar(r["name"] + (" (yours)" if _is_yours(r) else ""), r["median"],
                                        f"{r['median']:.0f}/s" + (f", {r['median'] / ceiling:.0%}" if ceiling else ""),
                                        None,
-                                       "yours" if _is_yours(r["name"]) else "other") for r in ranked],
+                                       "yours" if _is_yours(r) else "other") for r in ranked],
                                   "images/s, median over rounds" + ("; dashed: decode only" if ceiling else ""),
                                   line=ceiling)
     if not yours:
@@ -399,9 +398,10 @@ def league_section(path: Path) -> Section | None:
     return section
 
 
-def _is_yours(name: str) -> bool:
-    entry = BY_NAME.get(name)
-    return bool(entry and entry.learner)
+def _is_yours(row: dict[str, Any]) -> bool:
+    """Whether a league row is the learner's exercise, as `make league` saved it (the playbook reads the data, not
+    the league application)."""
+    return row.get("yours") is True
 
 
 def not_yet(results: dict[str, Any], gpu: bool, capstone: bool, league: bool) -> list[str]:

@@ -198,6 +198,7 @@ class Row:
     status: str                # ranked, ceiling, rejected, not started, not installed, crashed
     note: str = ""
     brief: str = ""            # a rejected entry's reason in a few words (GateFailure.brief), for the chart
+    yours: bool = False        # the learner's exercise (Entry.learner): the playbook highlights it from the JSON
     images_per_s: list[float] = field(default_factory=list)
 
     @property
@@ -219,7 +220,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
     `run_entry(entry, setup, mode)` runs one gate or timed pass: in a fresh process by default; notebook 08 passes
     `league.notebook.in_this_process` on `ci`, where a process per entry would cost more than the league."""
     entries = [BY_NAME[n] for n in names]
-    rows = {e.name: Row(e.name, e.title, "ceiling" if e in CEILINGS else "ranked") for e in entries}
+    rows = {e.name: Row(e.name, e.title, "ceiling" if e in CEILINGS else "ranked", yours=e.learner) for e in entries}
     with linked_split(league_samples(profile, images)) as (root, samples), \
             tempfile.TemporaryDirectory(prefix="loaderlab-league-shards-") as shards:
         setup = Setup(root, Path(shards))

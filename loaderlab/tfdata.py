@@ -1,5 +1,5 @@
-"""tf.data helpers shared by notebook 05 and exercise 07: the file list, the crop, the label, the naive
-pipeline, the pipelines of notebook 05's one-technique-at-a-time ladder, and timed loads.
+"""tf.data helpers shared by notebook 05, exercise 07 and its grader: the file list, the crop, the label, the naive
+pipeline and the options that make it naive (notebook 05's ladder and timelines: `loaderlab.lessons.m05_tfdata`).
 
 One definition of the dataset: the files are `loaderlab.images.list_samples(root)` (every
 `IMAGE_SUFFIXES` file under `root/<class>/`, sorted by class then name), handed to tf.data as
@@ -12,14 +12,11 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loaderlab.images import CROP, RESIZE, class_names, list_samples
-from loaderlab.sim import GPUReport, SimulatedGPU, SlowStorage
-from loaderlab.trace import Span
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -74,35 +71,19 @@ def decode_center_crop(data: tf.Tensor) -> tf.Tensor:
       JPEG cut short or with bytes after its end) is decoded whole by `tf.io.decode_image`,
       which tells the format by the bytes and raises for a file that does not decode; the
       window is then sliced out of it. Since a baseline file's rows below the window are never
-      read, the window's decode alone reads a file cut short there without an error (measured
-      on workshop JPEGs cut at 97% of their bytes), hence the test of the last two bytes. Every
+      read, the window's decode alone reads a file cut short there without an error, hence the
+      test of the last two bytes. Every
       kind of JPEG the dataset holds (`data_gen.encodings`) takes the window's route: with
-      channels=3 TensorFlow replicates grayscale and turns Adobe CMYK and YCCK into RGB itself
-      (measured on `ci`'s train and val, mean |difference| from the reference: 0.5 grayscale, 1.1
-      CMYK, 0.5 YCCK, 0.9-1.0 the others); it applies no EXIF orientation;
+      channels=3 TensorFlow replicates grayscale and turns Adobe CMYK and YCCK into RGB itself; it
+      applies no EXIF orientation;
     - the window goes straight to 224x224 through the triangle kernel of
       `tf.image.resize(..., antialias=True)`, at the whole-image resize's fractional scale and
       offset (`tf.raw_ops.ScaleAndTranslate`, the op that call runs).
-    Measured on the course's 2-core machine, one tf.data thread, 640 workshop images (medians of
-    3 interleaved rounds): 2.4 ms per image, against 2.6 when it decoded the whole image and
-    resized the window, 3.3 when it resized the whole image, and 1.4 for the whole decode alone.
-    Per op (200 images): the window's decode 1.1 ms and reading the header 0.1, against 1.3 for
-    the whole decode; the window's resize 1.2. The pixels are those of decoding and resizing the
-    whole image and cropping (no pixel more than 1 off; identical to the whole decode followed by
-    the window's resize on 843 ci and workshop files). A JPEG is decoded with
-    `dct_method="INTEGER_ACCURATE"` (libjpeg's slow, accurate integer IDCT, which Pillow uses): TensorFlow's
-    default, its fast IDCT, made almost all of the crop's difference from the Pillow reference, 0.98
-    levels on average and 1.53 at worst (0..255 scale, mean |difference| per image, the 250 ci
-    files), against 0.15 and 0.19 with it, what the two resizes' arithmetic leaves; a whole decode
-    with it equals Pillow's bit for bit. It costs no time that shows on the window's decode (0.99x
-    the default's, median of 15 interleaved rounds, one thread) and 3% on a whole decode (1.61
-    against 1.55 ms per image). `tf.io.decode_image` (the other path) has no such argument: a JPEG
-    with bytes after its end stays on the fast IDCT.
-
-    Also measured, and left out: decoding at 1/2 scale where the window still keeps 224 pixels
-    put workshop crops up to 3.6 from the reference (exercise 07's grader allows 3.0); the resize
-    as banded matrix products (`tf.matmul`) gave the same pixels, no faster in a pipeline. It runs
-    as one tf.function, traced once per process, so a pipeline that maps it does not trace it again.
+    The pixels are those of decoding and resizing the whole image and cropping (no pixel more than 1 off). A JPEG is
+    decoded with `dct_method="INTEGER_ACCURATE"`, the accurate integer IDCT Pillow uses (TensorFlow's default fast IDCT
+    made most of the crop's difference from the reference); `tf.io.decode_image`, the other path, has no such argument.
+    It runs as one tf.function, traced once per process, so a pipeline that maps it does not trace it again. What was
+    measured to choose this design, and the variants left out: `docs/measurements/tfdata-crop.md`.
     """
     return _traced(_decode_center_crop, ((), "string"))(data)
 
@@ -130,7 +111,7 @@ def _decode_center_crop(data: tf.Tensor) -> tf.Tensor:
     cropped = tf.raw_ops.ScaleAndTranslate(images=window[tf.newaxis], size=[CROP, CROP], scale=scale,
                                            translation=translation, kernel_type="triangle", antialias=True)[0]
     # The triangle's weights are positive and sum to 1, so every value lies in 0..255: +0.5 and a truncating cast round it
-    # (two passes over the crop instead of round, clip and cast: 0.3 ms of CPU less per image).
+    # (two passes over the crop instead of round, clip and cast).
     return tf.ensure_shape(tf.cast(cropped + 0.5, tf.uint8), (CROP, CROP, 3))
 
 
@@ -158,10 +139,8 @@ def folder_label(path: tf.Tensor, classes: tf.Tensor) -> tf.Tensor:
 
     A folder that is not exactly one of `classes` raises InvalidArgumentError naming it and the
     file: a silent 0 would train the model on a wrong label. Like `decode_center_crop`, one
-    tf.function traced once per process, of few ops: a pipeline built anew every epoch traces
-    it once, and every new iterator instantiates it again. Measured (640 workshop images,
-    exercise 07's pipeline): with `tf.strings.split` and `tf.debugging.Assert` (which wraps its
-    check in a tf.cond when the message holds strings) an epoch's start took 32 ms more.
+    tf.function traced once per process, of few ops (`tf.debugging.Assert` would wrap the check in a
+    tf.cond, which every new iterator instantiates again: see `docs/measurements/tfdata-crop.md`).
     """
     return _traced(_folder_label, ((), "string"), ((None,), "string"))(path, classes)
 
@@ -230,118 +209,3 @@ def naive_pipeline(root: Path | str, batch_size: int) -> tf.data.Dataset:
 
     files = tf.data.Dataset.from_tensor_slices(image_paths(root))
     return without_automatic_optimizations(files.map(load).batch(batch_size))
-
-
-# ---- notebook 05: one technique at a time --------------------------------------------------------
-
-@dataclass(frozen=True)
-class Techniques:
-    """Which of notebook 05's optimizations a ladder pipeline uses (each one added alone, in a cell of its own)."""
-
-    prefetch: bool = False       # prefetch(AUTOTUNE) last: loading overlaps the training step
-    interleave: bool = False     # 8 shards of the file list read concurrently
-    parallel: bool = False       # map(num_parallel_calls=AUTOTUNE): several decodes at once
-    vectorised: bool = False     # the flip as one call per batch (each image its own draw), after batch()
-    cache: str | None = None     # None: no cache; "": in memory; a path: to a file
-    deterministic: bool = True   # False: a slow element may be overtaken
-
-
-def storage_read(storage: SlowStorage) -> Callable[[tf.Tensor], tf.Tensor]:
-    """A tf.data read of one path through emulated storage (tf.py_function runs Python; the sleep releases the GIL)."""
-    import tensorflow as tf
-
-    def read(path: tf.Tensor) -> tf.Tensor:
-        data = tf.py_function(lambda p: storage.read(p.numpy().decode()), [path], tf.string)
-        return tf.ensure_shape(data, ())
-
-    return read
-
-
-def ladder_pipeline(paths: Sequence[str], classes: tf.Tensor, read: Callable[[tf.Tensor], tf.Tensor],
-                    use: Techniques, batch_size: int) -> tf.data.Dataset:
-    """paths -> read -> decode, crop, label -> [cache] -> random flip -> batch -> [prefetch], with `use`'s techniques.
-
-    tf.data's automatic rewrites are off, so each technique is seen alone. The flip is
-    `tf.image.random_flip_left_right`, per image either way: on a batch it draws once per image.
-    """
-    import tensorflow as tf
-
-    autotune = tf.data.AUTOTUNE
-    listed = tf.data.Dataset.from_tensor_slices(list(paths))
-    calls = autotune if use.parallel else None
-    deterministic = use.deterministic if use.parallel else None
-
-    def read_one(path: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        return path, read(path)
-
-    if use.interleave:  # 8 'shards' of the file list, read concurrently
-        dataset = tf.data.Dataset.range(8).interleave(lambda k: listed.shard(8, k).map(read_one), cycle_length=8,
-                                                      num_parallel_calls=autotune, deterministic=use.deterministic)
-    else:
-        dataset = listed.map(read_one)
-    dataset = dataset.map(lambda path, data: (decode_center_crop(data), folder_label(path, classes)),
-                          num_parallel_calls=calls, deterministic=deterministic)
-    if use.cache is not None:
-        dataset = dataset.cache(use.cache)
-    flip = lambda images, labels: (tf.image.random_flip_left_right(images), labels)  # noqa: E731
-    if use.vectorised:
-        dataset = dataset.batch(batch_size).map(flip)
-    else:
-        dataset = dataset.map(flip, num_parallel_calls=calls, deterministic=deterministic).batch(batch_size)
-    if use.prefetch:
-        dataset = dataset.prefetch(autotune)
-    return without_automatic_optimizations(dataset)
-
-
-def best_epoch(make: Callable[[], tf.data.Dataset], gpu: SimulatedGPU, epochs_before: int = 0,
-               runs: int = 2) -> GPUReport:
-    """The fastest of `runs` timed epochs, each of a new pipeline from `make`, after `epochs_before` untimed epochs
-    (to fill a cache)."""
-    best = None
-    for _ in range(runs):
-        dataset = make()
-        for _ in range(epochs_before):
-            for _ in dataset:
-                pass
-        report = gpu.train(dataset)
-        best = report if best is None or report.wall_s < best.wall_s else best
-    assert best is not None, "runs must be at least 1"
-    return best
-
-
-# ---- timelines ------------------------------------------------------------------------------------
-
-def stamped_load(path: tf.Tensor, classes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """Like the naive load, plus the wall-clock times (tf.timestamp) at which reading began, ended and decoding ended."""
-    import tensorflow as tf
-
-    started = tf.timestamp()
-    with tf.control_dependencies([started]):
-        data = tf.io.read_file(path)
-    with tf.control_dependencies([data]):
-        read = tf.timestamp()
-    with tf.control_dependencies([read]):
-        image = decode_center_crop(data)
-    with tf.control_dependencies([image]):
-        decoded = tf.timestamp()
-    return image, folder_label(path, classes), tf.stack([started, read, decoded])
-
-
-def spans_from_stamps(stamps: list[tuple[float, float, float]], clock_offset: float) -> list[Span]:
-    """'read' and 'decode' spans from `stamped_load` times, on `time.perf_counter`'s clock.
-
-    tf.data does not say which of its threads ran an element, so spans are packed
-    into lanes by overlap ("tf.data slot 1", "slot 2", ...): the number of lanes is
-    how many loads were running at once. `clock_offset` is time.time() - time.perf_counter().
-    """
-    spans: list[Span] = []
-    lane_free_at: list[float] = []
-    for started, read, decoded in sorted(stamps):
-        start, middle, end = started - clock_offset, read - clock_offset, decoded - clock_offset
-        slot = next((i for i, free in enumerate(lane_free_at) if free <= start), len(lane_free_at))
-        if slot == len(lane_free_at):
-            lane_free_at.append(end)
-        lane_free_at[slot] = end
-        lane = f"tf.data slot {slot + 1}"
-        spans += [Span("read", lane, start, middle), Span("decode", lane, middle, end)]
-    return spans

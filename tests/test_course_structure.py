@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -37,8 +38,6 @@ SHIPPED = ("exercises", "grader", "loaderlab", "league", "data_gen", "notebooks"
 MAY_IMPORT_SOLUTIONS = {
     "league/entries.py": "the league is an application above the library: it compares the course's loaders with the "
                        "solutions where they exist, and lists them as not installed in a learner's copy",
-    "loaderlab/tools/gpu_reference.py": "a maintainer's tool that runs a notebook on a GPU machine with the "
-                                        "solutions standing in for the exercises, to measure the reference figures",
 }
 
 
@@ -391,3 +390,36 @@ def test_a_figure_is_held_as_a_fraction_milliseconds_or_rounded() -> None:
     assert catalog.figure_held("30%", {0.3}) and catalog.figure_held("2 ms", {0.002})
     assert catalog.figure_held("1.85x", {24 / 13}) and not catalog.figure_held("2x", {1.5})
     assert not catalog.figure_held("0.75 levels", {0.8})
+
+
+# ---- the README's map of the tree -------------------------------------------------------------------------------
+
+def readme_layout_folders() -> list[str]:
+    """The folders the README's "Where things live" table names in its first column."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("| folder | what | who imports it |", 1)[1].split("\n\n", 1)[0]
+    return [name.rstrip("/") for row in table.splitlines()[2:] for name in re.findall(r"`([^`]+)`", row.split("|")[1])]
+
+
+def test_the_readme_layout_table_matches_the_tree() -> None:
+    """Every top-level folder the course tracks and every package of the library has its row, and every row names a
+    folder that exists (a moved tool or a new room shows here, not in a reader's confusion)."""
+    named = set(readme_layout_folders())
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60).stdout
+    folders = {line.split("/", 1)[0] for line in tracked.splitlines() if "/" in line}
+    rooms = {path.parent.relative_to(REPO_ROOT).as_posix() for path in (REPO_ROOT / "loaderlab").glob("*/__init__.py")}
+    assert folders | rooms <= named, f"folders without a row in the README's layout table: {sorted((folders | rooms) - named)}"
+    assert all((REPO_ROOT / name).is_dir() for name in named), (
+        f"rows for folders that do not exist: {sorted(n for n in named if not (REPO_ROOT / n).is_dir())}")
+
+
+def test_the_library_and_the_grader_do_not_import_the_applications() -> None:
+    """Arrows run down only: the library and the grader import neither the league (an application above them) nor
+    the maintainers' tools in tests/ (the playbook reads the league's saved JSON instead)."""
+    offenders = {}
+    for path in sorted(p for folder in ("loaderlab", "grader", "data_gen") for p in (REPO_ROOT / folder).rglob("*.py")):
+        above = {name for name in imported_modules(path.read_text(encoding="utf-8"))
+                 if name.split(".")[0] in ("league", "tests")}
+        if above:
+            offenders[path.relative_to(REPO_ROOT).as_posix()] = sorted(above)
+    assert not offenders, f"these import an application or a maintainers' tool: {offenders}"

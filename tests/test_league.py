@@ -100,6 +100,7 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     assert rows["thread-batch"]["status"] == "ranked" and rows["thread-batch"]["median"] > 0
     assert rows["decode-only"]["status"] == "ceiling"
     assert rows["yours-ex04"]["status"] in ("not started", "ranked")
+    assert [name for name, row in rows.items() if row["yours"]] == ["yours-ex04"]  # what the playbook highlights
     assert rows["dali"]["status"] in ("not installed", "rejected", "ranked")
     if rows["dali"]["status"] == "not installed":
         assert "make league-peers" in rows["dali"]["note"] and "make league-peers" in done.stdout
@@ -140,13 +141,13 @@ def test_make_league_peers_installs_the_pin_the_league_names() -> None:
 def test_a_learners_copy_without_solutions_lists_the_solutions_as_absent(monkeypatch: pytest.MonkeyPatch) -> None:
     """`make learner-copy` leaves solutions/ out: their entries read "not installed" and say why, and the learner's
     own entries and the course's candidates still run."""
-    from league import notebook as league_lab
+    from league import notebook as league_notebook
 
     monkeypatch.setitem(sys.modules, "solutions", None)  # what an import finds in a copy without the folder
     monkeypatch.setitem(sys.modules, "solutions.ex01_profile_and_fix", None)
     monkeypatch.setattr(league, "_has_module", lambda name: name.split(".")[0] != "solutions")
     result = league.run_league("ci", 1, 12, ["ex04", "yours-ex04", "thread-batch"], log=lambda line: None,
-                               run_entry=league_lab.in_this_process)
+                               run_entry=league_notebook.in_this_process)
     rows = {row["name"]: row for row in result["rows"]}
     assert rows["ex04"]["status"] == "not installed" and rows["ex04"]["note"] == entries.SOLUTIONS_NOTE
     assert rows["thread-batch"]["status"] == "ranked", "the candidates are the course's, not the solutions'"

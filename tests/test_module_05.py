@@ -24,6 +24,7 @@ from loaderlab.paths import REPO_ROOT, dataset_dir
 tf = pytest.importorskip("tensorflow")
 
 from loaderlab import tfdata  # noqa: E402  (after TensorFlow is known to be there)
+from loaderlab.lessons import m05_tfdata  # noqa: E402
 
 EXERCISE = "ex07_tfdata_pipeline"
 STUB = REPO_ROOT / "exercises" / f"{EXERCISE}.py"
@@ -152,8 +153,8 @@ def test_ladder_pipeline_adds_one_technique_at_a_time() -> None:
     samples = list_samples(dataset_dir() / "train")[:12]
     classes = tf.constant(sorted({s.path.parent.name for s in samples}))
     read = tf.io.read_file
-    for use in (tfdata.Techniques(), tfdata.Techniques(prefetch=True, interleave=True, parallel=True, vectorised=True, cache="")):
-        labels = [int(label) for _, batch in tfdata.ladder_pipeline([str(s.path) for s in samples], classes, read, use, 4)
+    for use in (m05_tfdata.Techniques(), m05_tfdata.Techniques(prefetch=True, interleave=True, parallel=True, vectorised=True, cache="")):
+        labels = [int(label) for _, batch in m05_tfdata.ladder_pipeline([str(s.path) for s in samples], classes, read, use, 4)
                   for label in batch]
         assert sorted(labels) == sorted(s.label for s in samples)
 

@@ -120,9 +120,9 @@ def test_notebook_07_labels_gpu_figures_and_says_when_there_are_none() -> None:
 
 
 def test_gpu_reference_runs_notebook_code_without_jupyter() -> None:
-    """`python -m loaderlab.tools.gpu_reference` finds a module's notebook, leaves IPython's % lines out, and refuses to
+    """`python -m tests.gpu_reference` finds a module's notebook, leaves IPython's % lines out, and refuses to
     record reference figures where there is no CUDA GPU."""
-    from loaderlab.tools import gpu_reference
+    from tests import gpu_reference
 
     cells = gpu_reference.code_cells(gpu_reference.notebook_for("07"))
     assert cells and not any(line.lstrip().startswith("%") for cell in cells for line in cell.splitlines())

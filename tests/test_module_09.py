@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader
 
 from grader import quiz
 from loaderlab import distributed
-from loaderlab.lessons import m09_ranks as ranks_lab
+from loaderlab.lessons import m09_ranks
 from loaderlab.distributed import DIED, HUNG, RAISED, RETURNED, STOPPED, RankResult, RanksFailed, run_ranks, values
 from loaderlab.paths import REPO_ROOT
 from loaderlab.lessons.m09_ranks import WorkerStream
@@ -201,36 +201,47 @@ def test_bad_world_size_is_refused() -> None:
 def _on_ranks(function: Callable[..., object], world_size: int, args: tuple = (),
               timeout_s: float = TIMEOUT_S) -> list[RankResult]:
     """run_ranks as notebook 09 starts them (forkserver where there is one)."""
-    return run_ranks(function, world_size, args=args, timeout_s=timeout_s, start_method=ranks_lab.rank_start_method())
+    return run_ranks(function, world_size, args=args, timeout_s=timeout_s, start_method=m09_ranks.rank_start_method())
 
 
 def test_distributed_sampler_pads_and_drops_where_the_exact_split_does_not() -> None:
-    got = values(_on_ranks(ranks_lab.distributed_sampler_evaluation_on_rank, 3, (10,)))
+    got = values(_on_ranks(m09_ranks.distributed_sampler_evaluation_on_rank, 3, (10,)))
     shares = {way: [g["shares"][way] for g in got] for way in ("padded", "drop_last", "exact")}
     assert shares["padded"] == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
     assert sorted(sum(shares["drop_last"], [])) == list(range(9))
     assert sorted(sum(shares["exact"], [])) == list(range(10))
-    truth = sum(ranks_lab.sample_loss(i) for i in range(10)) / 10
+    truth = sum(m09_ranks.sample_loss(i) for i in range(10)) / 10
     assert all(abs(g["means"]["exact"] - truth) < 1e-12 for g in got)
     assert abs(got[0]["means"]["padded"] - truth) > 1e-3
 
 
 def test_unequal_batch_counts_fail_or_hang_and_even_ones_return() -> None:
-    left = _on_ranks(ranks_lab.train_on_rank, 2, (13, 2, False, False))
+    left = _on_ranks(m09_ranks.train_on_rank, 2, (13, 2, False, False))
     assert [r.status for r in left] == [RAISED, RETURNED] and left[1].value == 3
-    assert "rank 0: raised" in ranks_lab.outcome(left[0])
-    hung = _on_ranks(ranks_lab.train_on_rank, 2, (13, 2, False, True), timeout_s=2.0)
+    assert "rank 0: raised" in m09_ranks.outcome(left[0])
+    hung = _on_ranks(m09_ranks.train_on_rank, 2, (13, 2, False, True), timeout_s=2.0)
     assert [r.status for r in hung] == [HUNG, HUNG]
     if hasattr(__import__("signal"), "SIGUSR1"):
-        assert "all_reduce" in ranks_lab.outcome(hung[0]) and "barrier" in ranks_lab.outcome(hung[1])
-    assert values(_on_ranks(ranks_lab.train_on_rank, 2, (13, 2, True, False))) == [3, 3]
+        assert "all_reduce" in m09_ranks.outcome(hung[0]) and "barrier" in m09_ranks.outcome(hung[1])
+        assert "m09_ranks.py:" in m09_ranks.outcome(hung[0]) and "train_on_rank" in m09_ranks.outcome(hung[0])
+    assert values(_on_ranks(m09_ranks.train_on_rank, 2, (13, 2, True, False))) == [3, 3]
+
+
+def test_a_hung_ranks_stack_keeps_the_helpers_own_frames() -> None:
+    """Notebook 09's "blocked in:" line names where the rank waited: the helper's own lines and torch's collective,
+    nothing else (the filter once named a file that had been renamed, and kept only torch's frames)."""
+    helper = m09_ranks.__file__
+    stack = (f'  File "/somewhere/site-packages/torch/distributed/distributed_c10d.py", line 2501 in all_reduce\n'
+             f'  File "{helper}", line 109 in train_on_rank\n'
+             f'  File "/somewhere/loaderlab/distributed.py", line 80 in _run_rank\n')
+    assert m09_ranks.blocked_in(stack) == ["distributed_c10d.py:2501 all_reduce", "m09_ranks.py:109 train_on_rank"]
 
 
 def test_shard_slots_leave_workers_idle_and_the_sample_split_evens_ranks_out() -> None:
     sizes = (10, 10, 10, 7)
-    by_shard = values(_on_ranks(ranks_lab.load_shards_on_rank, 2, (sizes, 3, 4, "shards")))
+    by_shard = values(_on_ranks(m09_ranks.load_shards_on_rank, 2, (sizes, 3, 4, "shards")))
     assert [g["batches"] for g in by_shard] == [9, 2] and by_shard[1]["samples"] == {0: 7, 1: 0, 2: 0}
-    by_sample = values(_on_ranks(ranks_lab.load_shards_on_rank, 2, (sizes, 3, 4, "samples")))
+    by_sample = values(_on_ranks(m09_ranks.load_shards_on_rank, 2, (sizes, 3, 4, "samples")))
     assert [g["batches"] for g in by_sample] == [5, 5]
     assert [sum(g["samples"].values()) for g in by_sample] == [18, 18]
 
@@ -258,8 +269,8 @@ def test_notebook_09_runs_its_ranks_from_loaderlab_and_ends_with_exercise_12_and
     assert re.search(r"takes about .* on 2 cores", markdown[0]), "say at the top how long the notebook takes on 2 cores"
     assert not [s for s in code if re.search(r"^def \w+\(rank", s, re.M)], "rank functions belong in loaderlab.lessons.m09_ranks"
     started = re.findall(r"\b(?:run_ranks|on_ranks|timed_run)\(([\w.]+)", "\n".join(code))
-    assert started and all(f.startswith("ranks_lab.") or f == "function" for f in started), started
-    assert "START_METHOD = ranks_lab.rank_start_method()" in code[0], "start ranks as ranks_lab.rank_start_method() says"
+    assert started and all(f.startswith("m09_ranks.") or f == "function" for f in started), started
+    assert "START_METHOD = m09_ranks.rank_start_method()" in code[0], "start ranks as m09_ranks.rank_start_method() says"
     assert "ex12_distributed_epochs" in markdown[-1] and "grader.quiz 09" in markdown[-1]
 
 

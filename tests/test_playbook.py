@@ -297,7 +297,8 @@ def league_file(path: Path, rows: list[tuple[str, float]] = [("ex04", 583.0), ("
                                                               ("tutorial", 120.0)]) -> Path:
     league = {"profile": "ci", "rounds": 3, "images": 640, "batch_size": 64, "cores": 2, "date": "2026-11-25",
               "ceiling": 998.0, "rows": [{"name": name, "title": name, "status": "ranked", "note": "",
-                                          "images_per_s": [median * 0.9, median, median * 1.1], "median": median}
+                                          "images_per_s": [median * 0.9, median, median * 1.1], "median": median,
+                                          "yours": name.startswith("yours-")}
                                          for name, median in rows]}
     path.write_text(json.dumps(league))
     return path

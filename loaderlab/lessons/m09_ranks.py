@@ -124,11 +124,14 @@ def outcome(result: RankResult) -> str:
     return f"{line}: {result.detail[:160]}"
 
 
+_THIS_FILE = os.path.basename(__file__)  # read from the module itself: a literal went stale once the module was renamed
+
+
 def blocked_in(stack: str) -> list[str]:
     """The frames of a hung rank's stack dump that say where it waited: this module's lines and torch's collective."""
     frames = re.findall(r'File "([^"]+)", line (\d+) in (\w+)', stack)
     return [f"{path.rsplit('/', 1)[-1]}:{line} {function}" for path, line, function in frames
-            if path.endswith(("ranks_lab.py", "distributed_c10d.py"))]
+            if path.endswith((_THIS_FILE, "distributed_c10d.py"))]
 
 
 # ---- section 3: shards over ranks x workers -------------------------------------------------------------------

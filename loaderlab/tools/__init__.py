@@ -1,2 +1,2 @@
-"""Commands, not a library: `install` (what `make lab` runs), `doctor` (`make doctor`) and `gpu_reference`
-(a maintainer's run of a notebook on a GPU machine, with the solutions standing in for the exercises)."""
+"""Commands, not a library: `install` (what `make lab` runs) and `doctor` (`make doctor`). The GPU reference run,
+which imports the solutions, is a maintainers' tool beside them: `tests/gpu_reference.py`."""

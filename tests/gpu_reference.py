@@ -1,6 +1,6 @@
 """Record a GPU's reference figures: run notebooks' code on a CUDA machine that has no Jupyter (maintainers).
 
-    python -m loaderlab.tools.gpu_reference --profile workshop 07 08
+    python -m tests.gpu_reference --profile workshop 07 08
 
 Each notebook's code cells run in order, in a fresh Python process of their own, with the course's solutions
 standing in for the exercises they import (`exercises.exNN_*` is `solutions.exNN_*` there), matplotlib drawing to no
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "PYTHONUNBUFFERED": "1"}
     failed = []
     for module in args.modules:
-        command = [sys.executable, "-m", "loaderlab.tools.gpu_reference", "--in-process", module]
+        command = [sys.executable, "-m", "tests.gpu_reference", "--in-process", module]
         try:
             code = subprocess.run(command, cwd=REPO_ROOT, env=environment, timeout=RUN_LIMIT_S).returncode
         except subprocess.TimeoutExpired:

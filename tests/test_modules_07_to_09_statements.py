@@ -154,15 +154,15 @@ def test_notebook_07_says_where_pinning_and_non_blocking_wait() -> None:
 def test_persistent_workers_replay_epoch_zero_unless_the_epoch_is_shared() -> None:
     """Section 3: with persistent_workers=True, set_epoch on a dataset that holds its sampler never reaches the
     workers' copies; a shared value does."""
-    from loaderlab.lessons import m09_ranks as ranks_lab
+    from loaderlab.lessons import m09_ranks
 
-    got = ranks_lab.persistent_epochs_on_rank(0, 1, 8, 2, 1, 3, 0)
+    got = m09_ranks.persistent_epochs_on_rank(0, 1, 8, 2, 1, 3, 0)
     assert len({tuple(order) for order in got["expected"]}) == 3
     assert got["fresh workers every epoch"] == got["expected"]
     assert got["persistent workers"] == [got["expected"][0]] * 3
     assert got["persistent workers, epoch in a shared value"] == got["expected"]
     text = flat(notebook_text("09_beyond_one_machine"))
-    assert "ranks_lab.persistent_epochs_on_rank" in text and "`persistent_workers=True`" in text
+    assert "m09_ranks.persistent_epochs_on_rank" in text and "`persistent_workers=True`" in text
 
 
 def test_evaluation_shares_are_qualified() -> None:
@@ -211,9 +211,9 @@ def test_notebook_04b_on_custom_batches_and_windows_pip() -> None:
 def test_a_resumed_job_augments_differently_unless_draws_come_from_the_index() -> None:
     """Section 3: a new DataLoader's worker base seed comes from the global generator, so a restarted job augments
     the rest of the epoch differently; draws from (seed, epoch, index) do not change."""
-    from loaderlab.lessons import m09_resume as resume_lab
+    from loaderlab.lessons import m09_resume
 
-    by_worker = resume_lab.augmentation_after_resume(16, 2, 1, 0, 2, 8, "worker")
-    by_index = resume_lab.augmentation_after_resume(16, 2, 1, 0, 2, 8, "index")
+    by_worker = m09_resume.augmentation_after_resume(16, 2, 1, 0, 2, 8, "worker")
+    by_index = m09_resume.augmentation_after_resume(16, 2, 1, 0, 2, 8, "index")
     assert by_worker["compared"] == by_index["compared"] == 8
     assert by_worker["differ"] > 0 and by_index["differ"] == 0
