@@ -17,7 +17,7 @@ import operator
 import re
 import tokenize
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,9 @@ class Check:
     step_title: str
     timed: bool
     cuda_only: bool
-    marks: dict[str, tuple[Any, ...]]  # every marker with its literal arguments (spawn_covered_by, timeout_s, ...)
+    # Every marker with its literal arguments (spawn_covered_by, timeout_s, ...); left out of the hash and equality,
+    # so that a Check, and the Exercise holding it, can key a dict (a dict is unhashable).
+    marks: dict[str, tuple[Any, ...]] = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
