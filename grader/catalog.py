@@ -30,16 +30,33 @@ GRADER_PACKAGE = REPO_ROOT / "grader"
 
 @dataclass(frozen=True)
 class Check:
-    """One check as its grader file declares it."""
+    """One check as its grader file declares it: its name and its markers, each with its literal arguments
+    (step, throughput, cuda_only, spawn_covered_by, timeout_s, ...); what the course reads of them, below."""
 
     name: str
-    step: int
-    step_title: str
-    timed: bool
-    cuda_only: bool
-    # Every marker with its literal arguments (spawn_covered_by, timeout_s, ...); left out of the hash and equality,
-    # so that a Check, and the Exercise holding it, can key a dict (a dict is unhashable).
+    # Left out of the hash and equality, so that a Check, and the Exercise holding it, can key a dict.
     marks: dict[str, tuple[Any, ...]] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def step(self) -> int:
+        """Its graded step (`@pytest.mark.step(n, "title")`); 0 where it has none."""
+        step = self.marks.get("step")
+        return int(step[0]) if step else 0
+
+    @property
+    def step_title(self) -> str:
+        step = self.marks.get("step", ())
+        return str(step[1]) if len(step) > 1 else ""
+
+    @property
+    def timed(self) -> bool:
+        """Marked `throughput`: it times, after its step's correctness checks."""
+        return "throughput" in self.marks
+
+    @property
+    def cuda_only(self) -> bool:
+        """Marked `cuda_only`: graded only where there is a CUDA GPU (skipped, with the reason, elsewhere)."""
+        return "cuda_only" in self.marks
 
 
 @dataclass(frozen=True)
@@ -70,13 +87,7 @@ class Exercise:
 
 
 def _checks_of(exercise: str) -> tuple[Check, ...]:
-    return tuple(Check(name=check.name,
-                       step=int(check.marks["step"][0]) if check.marks.get("step") else 0,
-                       step_title=str(check.marks["step"][1]) if len(check.marks.get("step", ())) > 1 else "",
-                       timed="throughput" in check.marks,
-                       cuda_only="cuda_only" in check.marks,
-                       marks=check.marks)
-                 for check in declared(exercise)[1])
+    return tuple(Check(name=check.name, marks=check.marks) for check in declared(exercise)[1])
 
 
 def _notebook_of(exercise: str) -> str:

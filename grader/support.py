@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
-import sys
 import threading
 import time
 import traceback
@@ -43,7 +43,7 @@ def _reference_fingerprint() -> str:
     """What a reference crop depends on beside the file: the reference's code and the decoder's version."""
     import PIL
 
-    images = Path(sys.modules[reference_crop.__module__].__file__ or "").read_bytes()
+    images = Path(inspect.getfile(reference_crop)).read_bytes()
     return hashlib.sha1(images + PIL.__version__.encode()).hexdigest()[:16]
 
 

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import (expected_crop, ANY_IMAGE_SAMPLES, any_image_samples, assert_pixels_within, batch_layout, dataset_samples,
-                            header_sizes, in_promised_type, relative_str, require, within)
+from grader.support import (ANY_IMAGE_SAMPLES, any_image_samples, assert_pixels_within, batch_layout, dataset_samples,
+                            expected_crop, header_sizes, in_promised_type, relative_str, require, within)
 from loaderlab.baselines import naive_batches
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import (CROP, DECODE_ERRORS, MEAN_TOLERANCE, RESIZE, WORST_TOLERANCE, CorruptImage, Sample,

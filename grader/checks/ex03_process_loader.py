@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from grader import shm_ledger
-from grader.support import (expected_crop, SHM_DIR, batch_layout, child_processes, dataset_samples, no_leaks, pipe_traffic, require,
-                            within)
+from grader.support import (SHM_DIR, batch_layout, child_processes, dataset_samples, expected_crop, no_leaks,
+                            pipe_traffic, require, within)
 from loaderlab.baselines import naive_pool_batches
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import CROP, Sample

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from grader.support import (expected_crop, any_image_samples, assert_near_reference_crops, batch_layout, child_processes,
-                            dataset_samples, in_promised_type, no_leaks, relative_str, require, within)
+from grader.support import (any_image_samples, assert_near_reference_crops, batch_layout, child_processes,
+                            dataset_samples, expected_crop, in_promised_type, no_leaks, relative_str, require, within)
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, mean_abs_difference)
+from loaderlab.images import CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, mean_abs_difference
 from loaderlab.machine import usable_cores
 from loaderlab.order import adjacent_pair_share, rank_correlation
 

@@ -18,9 +18,10 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from grader.support import expected_crop, assert_pixels_within, in_promised_type, no_leaks, relative_str, require, within
+from grader.support import (assert_pixels_within, expected_crop, in_promised_type, no_leaks, relative_str, require,
+                            within)
 from loaderlab.bench import Comparison, compare, count_batch
-from loaderlab.images import (CROP, MEAN_TOLERANCE, Sample, linked_split, list_samples, mean_abs_difference)
+from loaderlab.images import CROP, MEAN_TOLERANCE, Sample, linked_split, list_samples, mean_abs_difference
 from loaderlab.machine import usable_cores
 from loaderlab.paths import DatasetMissing, dataset_dir
 from loaderlab.torchdata import CenterCropFolder

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from grader.support import expected_crop, ANY_IMAGE_SAMPLES, assert_pixels_within, batch_layout, dataset_samples, require, within
+from grader.support import (ANY_IMAGE_SAMPLES, assert_pixels_within, batch_layout, dataset_samples, expected_crop,
+                            require, within)
 from loaderlab.bench import Comparison, compare, count_batch, measure
 from loaderlab.images import (CROP, Sample, broken_files, class_names, linked_split,
                               mean_abs_difference, named)

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from grader.support import (ANY_IMAGE_SAMPLES, expected_crop, CudaStandIn, assert_near_reference_crops, child_processes,
-                            dataset_samples, in_promised_type, no_leaks, on_cuda_stand_in, relative_str, require,
-                            within)
+from grader.support import (ANY_IMAGE_SAMPLES, CudaStandIn, assert_near_reference_crops, child_processes,
+                            dataset_samples, expected_crop, in_promised_type, no_leaks, on_cuda_stand_in, relative_str,
+                            require, within)
 from loaderlab.bench import Comparison
-from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, list_samples, mean_abs_difference)
+from loaderlab.images import CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, list_samples, mean_abs_difference
 from loaderlab.paths import dataset_dir
 from loaderlab.tar_shards import sample_key
 
