@@ -154,6 +154,38 @@ def child_processes() -> list[psutil.Process]:
     return children
 
 
+def wait_until_children_idle(within_s: float = 3.0, quiet_s: float = 0.1, poll_s: float = 0.02) -> bool:
+    """Wait until no child process has run for `quiet_s` (workers blocked waiting for work); False after `within_s`.
+
+    A check that must see what workers do when they run ahead (fill every slot, reuse one too early) waits for this
+    instead of sleeping a fixed time: on a busy machine a fixed pause ends before the workers have finished, and the
+    defect goes unseen. A child counts as running while its CPU time grows or, except on Windows (where psutil
+    reports every process as running), while the system says it is running or runnable."""
+    def busy_snapshot() -> tuple[float, bool]:
+        cpu, runnable = 0.0, False
+        for child in child_processes():
+            try:
+                times = child.cpu_times()
+                cpu += times.user + times.system
+                runnable |= os.name != "nt" and child.status() == psutil.STATUS_RUNNING
+            except psutil.Error:
+                continue
+        return cpu, runnable
+
+    deadline = time.monotonic() + within_s
+    last_cpu, _ = busy_snapshot()
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(poll_s)
+        cpu, runnable = busy_snapshot()
+        if runnable or cpu > last_cpu:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= quiet_s:
+            return True
+        last_cpu = cpu
+    return False
+
+
 @contextmanager
 def no_leaks(what: str, grace_s: float = 3.0, shared_memory: bool = False) -> Iterator[None]:
     """Fail if the block leaves threads or child processes behind, or, with `shared_memory`, segments it created.

@@ -22,7 +22,7 @@ import numpy as np
 
 from grader import shm_ledger
 from grader.support import (SHM_DIR, batch_layout, child_processes, dataset_samples, expected_crop, no_leaks,
-                            pipe_traffic, require, within)
+                            pipe_traffic, require, wait_until_children_idle, within)
 from loaderlab.baselines import naive_pool_batches
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import CROP, Sample
@@ -57,6 +57,8 @@ POOL_TARGET = 1.3
 # Measured (ci, 18 images, fork and spawn alike): the solution receives 1,086 bytes for 2.7 MB of pixels (0.04%),
 # the ProcessPoolExecutor alternative 1,626 bytes (0.06%); the planted loader that pickles pixels as well, 100%.
 PIPE_SHARE_LIMIT = 0.05
+# Step 1: how long a slow consumer waits, at most, after each batch for the workers to finish all they were given.
+SLOW_CONSUMER_WAIT_S = 3.0
 # Step 4: timeout_s. A slow but steady epoch that lasts longer than its timeout_s in all (measured on ci: 5.2 s, with
 # batches at most 0.52 s apart, the first 0.54 s after start, for the solution and the alternative alike), and a
 # worker stuck on one sample for STUCK_SLEEP_S while the loader's timeout_s is STUCK_TIMEOUT_S.
@@ -218,9 +220,11 @@ class _Returned:
                     "batch belongs to the caller: copy the pixels out of their slot before the slot takes another batch.")
 
 
-def _consume(iterator: Any, returned: _Returned, pause_s: float = 0.0) -> None:
+def _consume(iterator: Any, returned: _Returned, slow: bool = False) -> None:
     """Every batch of `iterator`; before each next(), the batches returned so far must be unchanged
-    (checked before the loader closes itself at the end, while their memory is still there)."""
+    (checked before the loader closes itself at the end, while their memory is still there). A `slow` consumer
+    waits after each batch until the workers have done all they were given: they run ahead and fill every slot,
+    so two batches in flight that share a slot are seen on any machine, however busy."""
     while True:
         returned.unchanged("while the epoch went on")
         try:
@@ -228,12 +232,12 @@ def _consume(iterator: Any, returned: _Returned, pause_s: float = 0.0) -> None:
         except StopIteration:
             return
         returned.add(batch)
-        if pause_s:
-            time.sleep(pause_s)  # a slow consumer: the workers run ahead and fill every slot
+        if slow:
+            wait_until_children_idle(within_s=SLOW_CONSUMER_WAIT_S)
 
 
 def _load(ex: ModuleType, samples: list[Sample], transform, batch_size: int, num_workers: int,
-          what: str, seconds: float = 60, pause_s: float = 0.0, **kwargs) -> list[tuple[np.ndarray, np.ndarray]]:
+          what: str, seconds: float = 60, slow: bool = False, **kwargs) -> list[tuple[np.ndarray, np.ndarray]]:
     """One epoch in a `with` block; fails if a batch changes after it was returned."""
     loader = require(ex, "ProcessLoader")
 
@@ -241,7 +245,7 @@ def _load(ex: ModuleType, samples: list[Sample], transform, batch_size: int, num
         returned = _Returned()
         try:
             with loader(samples, transform, batch_size, num_workers, SEED, **kwargs) as iterator:
-                _consume(iterator, returned, pause_s)
+                _consume(iterator, returned, slow)
         except BufferError as err:
             raise AssertionError(
                 f"closing the loader raised BufferError ({err}): a batch you returned still points into a "
@@ -299,25 +303,25 @@ def same_batches_for_any_worker_count(ex: ModuleType) -> None:
         _check_batches(batches, samples, expected, 3, f"num_workers={workers}")
 
 
-# (sample count, batch_size, num_workers, prefetch, seconds the consumer pauses after each batch)
+# (sample count, batch_size, num_workers, prefetch, a slow consumer: after each batch it waits for idle workers)
 ARGUMENT_EDGES = [
-    (7, 1, 2, 1, 0.0),      # batch_size=1, prefetch=1
-    (26, 3, 2, 3, 0.05),    # a batch size that does not divide the sample count; prefetch=3, a slow consumer
-    (5, 5, 2, 2, 0.0),      # one batch as large as the epoch, more workers than batches
-    (6, 8, 3, 1, 0.0),      # batch_size larger than the epoch
-    (9, 4, 4, 4, 0.05),     # more workers (4) than batches (3), prefetch=4
+    (7, 1, 2, 1, False),    # batch_size=1, prefetch=1
+    (26, 3, 2, 3, True),    # a batch size that does not divide the sample count; prefetch=3, a slow consumer
+    (5, 5, 2, 2, False),    # one batch as large as the epoch, more workers than batches
+    (6, 8, 3, 1, False),    # batch_size larger than the epoch
+    (9, 4, 4, 4, True),     # more workers (4) than batches (3), prefetch=4
 ]
 
 
 def every_argument_at_every_value(ex: ModuleType) -> None:
     pool = dataset_samples("train", 26)
-    for count, batch_size, workers, prefetch, pause_s in ARGUMENT_EDGES:
+    for count, batch_size, workers, prefetch, slow in ARGUMENT_EDGES:
         samples = pool[:count]
         setting = (f"ProcessLoader(<{count} samples>, batch_size={batch_size}, num_workers={workers}, "
                    f"prefetch={prefetch})")
         with no_leaks(setting, shared_memory=True):
             try:
-                batches = _load(ex, samples, _invert, batch_size, workers, setting, pause_s=pause_s,
+                batches = _load(ex, samples, _invert, batch_size, workers, setting, slow=slow,
                                 prefetch=prefetch)
             except (AssertionError, NotImplementedError):
                 raise
