@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.tools.install
 
-.PHONY: help lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives test-pythons test-python
+.PHONY: help lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-targets test-pythons test-python
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -90,9 +90,9 @@ RUN_PHASES := $(PY) -m tests.phases
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 	$(RUN_PHASES) --phases course $(if $(HANDOUT),--handout $(HANDOUT))
 
-# Run after changing a timed target or an alternative (tests/phases.py: ALTERNATIVES).
-test-alternatives: $(INSTALLED) data-ci  ## the correct alternatives against the timed targets their route could move, one at a time
-	$(RUN_PHASES) --phases alternatives --record .grader/alternatives.txt
+# Run when `make test` says a proof is stale (tests/phases.py: TARGETS; tests/target_proofs.py), and commit the record.
+test-targets: $(INSTALLED) data-ci  ## prove the timed targets, one at a time: planted slow implementations miss them, correct alternatives meet them; records each proof (tests/target-proofs.json)
+	$(RUN_PHASES) --phases targets --record .grader/targets.txt
 
 # The course on other Pythons (README "Platforms"), outside `make test`: for each of PYTHONS (a version, found as
 # pythonX.Y on PATH or with `pyenv prefix`, or an interpreter's path) a venv of its own, .venv-pyX.Y, gets the lock

@@ -5,8 +5,8 @@ hand-out has no tests/ and no need of it).
                            [--collect-only | --dry-run]
 
 `course` (`make test`): a hand-out first (`make learner-copy`, beside the checkout, named in LOADERLAB_HANDOUT),
-then COURSE. `python` (`make test-python`, on another Python's venv): PYTHON. `alternatives`
-(`make test-alternatives`): ALTERNATIVES. Run with the venv's interpreter: every
+then COURSE. `python` (`make test-python`, on another Python's venv): PYTHON. `targets` (`make test-targets`):
+TARGETS. Run with the venv's interpreter: every
 phase runs under it. Every phase runs even when one fails; each phase's time is printed and written to `--record`;
 the run fails if any phase did. `--collect-only` counts what each phase would run (pytest's count) and makes
 nothing: compare it before and after changing a phase. `--dry-run` prints each phase's command line.
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from loaderlab.paths import REPO_ROOT
 from loaderlab.tools.install import read_record
+from tests import target_proofs
 
 # Every phase: the small dataset, and ten processes waiting with each exercise's libraries imported
 # (grader/preload.py).
@@ -47,6 +48,7 @@ class Phase:
     workers: int = 1             # 1: one at a time, in one process (what measures speed); more: pytest-xdist
     dist: str = "worksteal"      # how pytest-xdist hands tests out ("loadfile": a notebook's cells together)
     in_handout: bool = False     # run in the hand-out, with only it importable (the notebooks, as a learner has them)
+    settings: tuple[tuple[str, str], ...] = ()  # environment variables of this phase alone
 
     def command(self, python: str, collect_only: bool = False) -> list[str]:
         """The pytest command line under `python`."""
@@ -55,7 +57,7 @@ class Phase:
         return [python, "-m", "pytest", *self.args, *selection, *parallel, *(["--collect-only", "-q"] * collect_only)]
 
     def env(self) -> dict[str, str]:
-        return COURSE_ENV | (SIDE_BY_SIDE_ENV if self.workers > 1 else {})
+        return COURSE_ENV | (SIDE_BY_SIDE_ENV if self.workers > 1 else {}) | dict(self.settings)
 
 
 # What times nothing runs side by side: the project tests with the graders' correctness checks on solutions/ in one
@@ -72,18 +74,22 @@ SPAWN = Phase("graders' correctness on solutions under spawn",
               "starts_processes and not throughput and not spawn_case_of_its_own and not spawn_covered_by", workers=2)
 TIMED = Phase("timed: project tests that time + graders' timed checks on solutions",
               ("tests/", "grader/", "--target", "solutions", "--results", ".grader/solutions.json", "--durations=15"),
-              "(timing or throughput) and not alternative_speed")
+              "(timing or throughput) and not target_proof")
 COURSE = (UNTIMED, NOTEBOOKS, SPAWN, TIMED)
 # Another Python (README, Platforms): the graders' correctness on solutions/ and every notebook, as COURSE's untimed
 # phases run them, in the checkout (no hand-out).
 PYTHON = (replace(UNTIMED, title="graders' correctness on solutions", args=("grader/", "--target", "solutions",
                                                                               "--durations=10")),
           replace(NOTEBOOKS, title="notebooks", in_handout=False))
-# `make test-alternatives`: the correct alternatives (tests/alternatives/, `timed` in expect.toml) against the timed
-# targets their route could move, one at a time. They left COURSE to keep it within 15 minutes on 2 cores (123 s).
-ALTERNATIVES = (Phase("the correct alternatives' timed checks", ("tests/test_graders.py", "--durations=15"),
-                      "alternative_speed"),)
-PHASE_SETS = {"course": COURSE, "python": PYTHON, "alternatives": ALTERNATIVES}
+# `make test-targets`: the proofs of the timed targets, one at a time: every planted slow implementation misses its
+# target and every correct alternative meets the targets its route could move. Each proof that passes is recorded
+# with a fingerprint of the code it ran on (tests/target_proofs.py), and COURSE fails while a fingerprint differs.
+# They left COURSE to keep it within its budget on 2 cores: the alternatives 123 s (2026-11-27), the planted slow
+# implementations 150-160 s of the timed phase (2026-11-28).
+TARGETS = (Phase("the proofs of the timed targets: planted slow implementations and correct alternatives",
+                 ("tests/test_graders.py", "--durations=15"), "target_proof",
+                 settings=((target_proofs.RECORD_ENV, "1"),)),)
+PHASE_SETS = {"course": COURSE, "python": PYTHON, "targets": TARGETS}
 
 
 def default_handout() -> Path:

@@ -16,6 +16,7 @@ from grader.results import BUSY_SHARE, FAIL, PASS, SKIPPED
 from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
+import target_proofs  # tests/ is on sys.path (its conftest is at the root of tests/)
 
 PLANTED = REPO_ROOT / "tests" / "planted"
 STUBS = REPO_ROOT / "tests" / "stubs"  # complete, runnable stubs: each check fails them for its own reason
@@ -155,6 +156,7 @@ def test_planted_defect_is_caught(folder: str) -> None:
 
 
 @pytest.mark.timing
+@pytest.mark.target_proof
 @pytest.mark.parametrize("folder", TOO_SLOW)
 def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
     planted = PLANTED_IMPLEMENTATIONS[folder]
@@ -175,6 +177,7 @@ def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
             assert not result.output.strip(), f"printed beside the comparison table:\n{result.output}"
             lines = [line for line in result.notes.splitlines() if line.strip()]
             assert len(lines) == 2 and lines[0].startswith("candidate"), f"beyond the comparison table:\n{result.notes}"
+        target_proofs.record_proof(PLANTED / folder, planted.exercise)
         return
     pytest.skip(f"{check} scales with the free cores, and the machine was busy in every run "
                 f"(free: {', '.join(busy)} of {usable_cores()}): the naive version cannot be told apart")
@@ -212,7 +215,7 @@ def test_correct_alternative_passes(folder: str) -> None:
 
 
 @pytest.mark.timing
-@pytest.mark.alternative_speed
+@pytest.mark.target_proof
 @pytest.mark.parametrize("folder", sorted(name for name, a in ALTERNATIVE_IMPLEMENTATIONS.items() if a.timed))
 def test_correct_alternative_meets_the_targets_its_route_could_move(folder: str) -> None:
     """A route that could change the speed must pass the timed checks too (after the correctness checks)."""
@@ -220,6 +223,38 @@ def test_correct_alternative_meets_the_targets_its_route_could_move(folder: str)
     for check in alternative.timed:
         result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
         assert result.status == PASS, f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
+    target_proofs.record_proof(ALTERNATIVES / folder, alternative.exercise)
+
+
+def _proofs() -> dict[str, tuple[object, str]]:
+    """Every proof of a timed target `make test-targets` records: its key, folder and exercise. Planted folders that
+    only a CUDA device shows are proved on one (docs/gpu-measurements-owed.md), not here."""
+    folders = [(PLANTED / p.folder, p.exercise) for p in PLANTED_IMPLEMENTATIONS.values()
+               if p.too_slow_for and p.needs != "cuda"]
+    folders += [(ALTERNATIVES / a.folder, a.exercise) for a in ALTERNATIVE_IMPLEMENTATIONS.values() if a.timed]
+    return {target_proofs.proof_key(folder): (folder, exercise) for folder, exercise in folders}
+
+
+PROOFS = _proofs()
+
+
+@pytest.mark.parametrize("key", sorted(PROOFS))
+def test_the_timed_target_was_proved_on_this_code(key: str) -> None:
+    """`make test` does not time the planted slow implementations and the alternatives (`make test-targets` does):
+    it holds the record of their last passing run to the code as it is now."""
+    folder, exercise = PROOFS[key]
+    recorded = target_proofs.read_record().get(key)
+    assert recorded is not None, (
+        f"{key}: no proof recorded in {target_proofs.RECORD.name}. Run `make test-targets` (one at a time, about 5 "
+        "minutes on 2 cores) and commit the record it writes.")
+    assert recorded == target_proofs.fingerprint(folder, exercise), (
+        f"{key}, its exercise's grader or checks, or a course module they import changed since `make test-targets` "
+        f"last proved the timed target on it. Run `make test-targets` and commit {target_proofs.RECORD.name}.")
+
+
+def test_the_record_of_proofs_names_only_folders_that_exist() -> None:
+    gone = sorted(set(target_proofs.read_record()) - set(PROOFS))
+    assert not gone, f"{target_proofs.RECORD.name} records proofs of folders that are gone or untimed: {gone}"
 
 
 def test_every_alternative_folder_says_what_route_it_takes() -> None:

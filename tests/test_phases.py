@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loaderlab.paths import REPO_ROOT as REPO
 from phases import COURSE, PHASE_SETS, Phase, run  # tests/ is on sys.path (its conftest is at the root of tests/)
 
 
@@ -25,3 +26,17 @@ def test_what_measures_speed_runs_last_and_alone() -> None:
             untimed = not phase.markers or "not timing" in phase.markers or "not throughput" in phase.markers
             assert untimed or phase.workers == 1, phase
     assert "(timing or throughput)" in COURSE[-1].markers and COURSE[-1].workers == 1
+
+
+def test_a_proofs_fingerprint_covers_what_its_timed_check_runs() -> None:
+    """A proof of a timed target (tests/target_proofs.py) is stale when any course module its check imports changes:
+    the fingerprint reads them all, transitively, and the planted folder's own code."""
+    import target_proofs
+
+    planted = REPO / "tests" / "planted" / "ex03_single_worker"
+    sources = {p.relative_to(REPO).as_posix() for p in
+               target_proofs.course_sources([REPO / "grader" / "checks" / "ex03_process_loader.py", *planted.glob("*.py")])}
+    assert {"grader/support.py", "loaderlab/bench.py", "loaderlab/images.py", "loaderlab/baselines.py",
+            "solutions/ex03_process_loader.py"} <= sources, sorted(sources)
+    other = REPO / "tests" / "planted" / "ex03_pool_of_float32"
+    assert target_proofs.fingerprint(planted, "ex03_process_loader") != target_proofs.fingerprint(other, "ex03_process_loader")

@@ -72,7 +72,7 @@ CACHED_EPOCH_TARGET = 3.0  # 3.1x under the slowest right run (9.2x), 2.3x over 
 # cached epoch of caches_encoded_bytes 1.06x / 1.06-1.09x, of no_cache 0.97x / 0.96x. The targets still hold.
 # Again after it began decoding only the window of a JPEG (2026-11-26, ci / workshop, 1 run each): solution first epoch
 # 1.58x / 1.53x, cached 22.8x / 22.1x; the alternatives' and planted folders' timed tests still pass (make test's
-# planted ex07 folders; tests/test_graders.py -m alternative_speed -k ex07).
+# planted ex07 folders; tests/test_graders.py -m target_proof -k ex07).
 # Again after it began decoding JPEGs with dct_method="INTEGER_ACCURATE" (2026-11-28, ci, 1 run, under the CPU lock on a
 # machine otherwise busy): solution first epoch 1.55x, cached 16.4x; the timed planted folders and the per-batch flip
 # alternative (tests/test_graders.py -m timing -k ex07) still pass.
