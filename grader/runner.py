@@ -31,6 +31,7 @@ OUTPUT_TAIL_CHARS = 2000
 MEMORY_CAP_ENV = "LOADERLAB_MEMORY_CAP_GB"   # overrides the default cap below
 MEMORY_POLL_S = 0.25
 KILLED_EXIT_WAIT_S = 30.0  # for a killed child's exit to be reported
+TRACKER_EXIT_S = 3.0       # for a check's resource tracker to clean up after its processes and exit
 # The most a check's processes may hold together (memory summed over the process tree): a runaway stops here
 # instead of taking the machine down. See memory_cap_bytes for how it was chosen.
 DEFAULT_MEMORY_CAP_GIB = 6.0
@@ -105,6 +106,23 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def _end_session(pid: int) -> None:
+    """Kill what is left of the check's process group, multiprocessing's resource trackers last: once the others are
+    gone, a tracker unlinks the named semaphores they leaked and exits by itself (killed first, it cannot)."""
+    trackers = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if process.pid != os.getpid() and os.getpgid(process.pid) == pid:
+                if "resource_tracker" in " ".join(process.info["cmdline"] or ()):
+                    trackers.append(process)
+                else:
+                    process.kill()
+        except (OSError, psutil.Error):
+            continue
+    psutil.wait_procs(trackers, timeout=TRACKER_EXIT_S)
+    _kill_group(pid)
+
+
 def _gib(size: int) -> str:
     return f"{size / 2**30:.1f} GiB"
 
@@ -135,9 +153,10 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
     """Start `python -m grader.runner` for `checks`, watch its time and memory, and read its verdicts."""
     with tempfile.TemporaryDirectory(prefix="loaderlab-grade-") as tmp:
         verdict_file = Path(tmp) / "verdict.json"
+        ledger = Path(tmp) / "shm-created.txt"
         env = os.environ | QUIET_CHILD_ENV | {
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-            shm_ledger.LEDGER_ENV: str(Path(tmp) / "shm-created.txt"),
+            shm_ledger.LEDGER_ENV: str(ledger),
         }
         if start_method:
             env[START_METHOD_ENV] = start_method
@@ -150,14 +169,15 @@ def _run_in_child(target: Path, exercise: str, checks: list[str], timeout_s: flo
             returncode = child.wait(timeout_s)
             timed_out = returncode is None
             if timed_out:
-                _kill_group(child.pid)
+                _end_session(child.pid)
                 returncode = child.wait(KILLED_EXIT_WAIT_S)
                 if returncode is None:
                     returncode = -signal.SIGKILL
         finally:
             watch.stop()
-            _kill_group(child.pid)  # whatever the check left running in its session ends with it
+            _end_session(child.pid)  # whatever the check left running in its session ends with it
             child.release()
+            shm_ledger.unlink_leftovers(ledger)  # and what they left in shared memory
         output = _tail(output_file.read_bytes() if output_file.exists() else b"")
         notes = _tail(notes_file.read_bytes() if notes_file.exists() else b"")
         seconds = time.perf_counter() - start

@@ -45,6 +45,26 @@ def record_creations() -> None:
     multiprocessing.forkserver.set_forkserver_preload(["__main__", __name__])
 
 
+def unlink_leftovers(ledger: Path) -> list[str]:
+    """Unlink every segment in `ledger` that still exists; their names. The runner calls this once a check's processes
+    are all gone: a segment they created and did not unlink belongs to nobody now (a loader abandoned mid-hang, a
+    check killed at its time limit), and nothing else is touched."""
+    try:
+        import _posixshmem
+    except ImportError:
+        return []
+    if not ledger.is_file():
+        return []
+    removed = []
+    for name in sorted(set(ledger.read_text(encoding="utf-8").split())):
+        try:
+            _posixshmem.shm_unlink("/" + name)
+            removed.append(name)
+        except FileNotFoundError:
+            continue
+    return removed
+
+
 def created() -> set[str]:
     """Names (as listed in /dev/shm) of every segment the graded code has created so far."""
     ledger = os.environ.get(LEDGER_ENV)

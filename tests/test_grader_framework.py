@@ -593,3 +593,26 @@ def test_expected_crop_is_the_reference_and_follows_the_files_bytes(tmp_path: Pa
     shutil.copyfile(second, path)
     assert np.array_equal(support.expected_crop(path), reference_crop(second))
     assert len(list((tmp_path / "cache").glob("*.npy"))) == 2
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="POSIX shared memory listed in /dev/shm (Linux)")
+def test_a_checks_leftover_segments_are_unlinked_after_it_and_nothing_else(tmp_path: Path) -> None:
+    """A loader abandoned mid-hang cannot unlink its slots: the runner unlinks what the check's ledger lists once its
+    processes are gone (measured before: three planted ex03 folders left 8 segments in /dev/shm), and only that."""
+    from multiprocessing import resource_tracker
+    from multiprocessing.shared_memory import SharedMemory
+
+    from grader import shm_ledger
+
+    left, other = SharedMemory(create=True, size=64), SharedMemory(create=True, size=64)
+    ledger = tmp_path / "ledger.txt"
+    ledger.write_text(f"{left.name.lstrip('/')}\n")
+    try:
+        assert shm_ledger.unlink_leftovers(ledger) == [left.name.lstrip("/")]
+        assert not (Path("/dev/shm") / left.name.lstrip("/")).exists()
+        assert (Path("/dev/shm") / other.name.lstrip("/")).exists(), "a segment the ledger does not list was touched"
+    finally:
+        for segment in (left, other):
+            segment.close()
+        other.unlink()
+        resource_tracker.unregister(left._name, "shared_memory")  # unlinked above, not by its owner
