@@ -17,6 +17,7 @@ import hashlib
 import json
 import tarfile
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -204,7 +205,8 @@ def upload_dataset(endpoint: Endpoint, profile: str) -> RemoteDataset:
                 splits[split] = remote_split(split, index)
                 uploaded += 1
         client.put_object(Bucket=bucket, Key=MARKER_KEY, ContentType="application/json", Body=json.dumps(
-            {"fingerprint": fingerprint, "profile": profile, "layout_version": LAYOUT_VERSION}).encode())
+            {"fingerprint": fingerprint, "profile": profile, "layout_version": LAYOUT_VERSION,
+             "uploaded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}).encode())
         return RemoteDataset(profile, bucket, splits, uploaded + 1)
     finally:
         client.close()
