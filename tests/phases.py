@@ -22,16 +22,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from loaderlab.paths import REPO_ROOT
+from loaderlab.paths import REPO_ROOT, STORAGE_DIR
+from loaderlab.storage.bucket import upload_dataset
+from loaderlab.storage.server import StorageServerError, running_server
 from loaderlab.tools.install import read_record
 from tests import target_proofs
 
 # Every phase: the small dataset, and ten processes waiting with each exercise's libraries imported
 # (grader/preload.py).
 COURSE_ENV = {"LOADERLAB_PROFILE": "ci", "LOADERLAB_WAITING_PROCESSES": "10"}
+# One S3 server for the whole run (module 10), announced to every phase in LOADERLAB_S3_* variables
+# (loaderlab.storage.server.shared_server), its data apart from a learner's `make storage`.
+RUN_STORAGE_DIR = STORAGE_DIR / "test-run"
 # Where tests run side by side, torch's OpenMP threads must sleep, not spin, while they wait for work: three
 # trainings of the capstone's model at once took 20-30 s each with the default policy and 6-10 s with a passive
 # one (3.3 s alone; 2 cores, one run each). The timed phase keeps the default, as a learner's machine has it.
@@ -108,8 +114,28 @@ def timed(title: str, command: list[str], record: Path, *, cwd: Path = REPO_ROOT
 
 
 def run(phases: tuple[Phase, ...], record: Path, handout: Path | None, label: str = "") -> list[str]:
-    """Make the hand-out where one is given, then run every phase, whatever failed before; the titles that failed."""
-    python, env, failed = sys.executable, dict(os.environ), []
+    """Start the run's S3 server, make the hand-out where one is given, then run every phase, whatever failed before;
+    the titles that failed."""
+    with ExitStack() as stack:
+        env, failed = dict(os.environ), []
+        start = time.monotonic()
+        try:
+            endpoint = stack.enter_context(running_server(RUN_STORAGE_DIR))
+            upload_dataset(endpoint, COURSE_ENV["LOADERLAB_PROFILE"])
+            env |= endpoint.env()
+        except (StorageServerError, OSError) as err:
+            print(f"the run's S3 server did not start: {err}", file=sys.stderr)
+            failed.append("the run's S3 server")
+        with record.open("a") as out:
+            out.write(f"  {time.monotonic() - start:.0f} s  the run's S3 server started, the ci data in it\n")
+        return failed + run_phases(phases, record, handout, env, label)
+
+
+def run_phases(phases: tuple[Phase, ...], record: Path, handout: Path | None, env: dict[str, str],
+               label: str = "") -> list[str]:
+    """Make the hand-out where one is given, then run every phase under `env`, whatever failed before; the titles
+    that failed."""
+    python, env, failed = sys.executable, dict(env), []
     named = f"{label}: " if label else ""
     if handout is not None:
         shutil.rmtree(handout, ignore_errors=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loaderlab.paths import REPO_ROOT as REPO
-from phases import COURSE, PHASE_SETS, Phase, run  # tests/ is on sys.path (its conftest is at the root of tests/)
+from phases import COURSE, PHASE_SETS, Phase, run_phases  # tests/ is on sys.path (its conftest is at the root of tests/)
 
 
 def test_every_phase_runs_and_is_timed_even_after_one_fails(tmp_path: Path) -> None:
@@ -13,7 +13,7 @@ def test_every_phase_runs_and_is_timed_even_after_one_fails(tmp_path: Path) -> N
     record.write_text("")
     failing = Phase("fails", ("tests/no_such_file.py",), "")
     passing = Phase("passes", ("tests/test_pins.py", "--collect-only", "-q"), "")
-    assert run((failing, passing), record, None) == ["fails"]
+    assert run_phases((failing, passing), record, None, {}) == ["fails"]
     lines = record.read_text().splitlines()
     assert [line.split(" s  ")[1] for line in lines] == ["fails (one at a time)", "passes (one at a time)"], lines
 
