@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
@@ -309,14 +310,14 @@ def test_pacing_follows_the_model_per_connection_and_in_total(network: Network) 
         f"two 4 MiB answers sharing 20 MB/s took {shared:.3f} s (median of {rounds}), model {2 * size / rate:.3f} s")
 
 
-def test_boto3_through_the_proxy_to_the_real_server() -> None:
+def test_boto3_through_the_proxy_to_the_real_server(tmp_path: Path) -> None:
     """SigV4 made against the proxy's address verifies upstream: put, get, ranged get, list, head; ignore_range
     signs again with the server's keys; a wrong secret is still refused."""
     import botocore.exceptions
 
     from loaderlab.storage.server import running_server
 
-    with running_server() as endpoint, emulated_network(endpoint, "region") as network:
+    with running_server(tmp_path) as endpoint, emulated_network(endpoint, "region") as network:
         s3 = endpoint.through(network.url).client()
         s3.create_bucket(Bucket="netem")
         s3.put_object(Bucket="netem", Key="shards/one", Body=PATTERN)

@@ -122,17 +122,17 @@ class NetworkProfile:
 # under the CPU lock, median of 3 rounds): 1,248 GET/s of 110 KB (137 MB/s) with obstore asyncio at 64 in flight
 # (2,342 direct), 562 MB/s of 4 MiB bodies at 4 in flight (1,124 direct); boto3 threads cap at 597 GET/s through it
 # (651 direct) at 16 in flight: the client, not the proxy, is then the ceiling. A profile keeps its emulated rates
-# under a third of that, so the network model, not the CPU, sets the speed.
+# at about a third of that or less, so the network model, not the CPU, sets the speed.
 PROFILES: dict[str, NetworkProfile] = {
     # No emulation: the server's and the proxy's own speed (the proxy still counts).
     "loopback": NetworkProfile("loopback"),
-    # 50 ms +- 5 ms (S3 Standard: "tens of milliseconds"; 50 rather than 20: at 20 ms the research's prototype gave
-    # 73-85 % of the model, 4-5 ms of client and proxy CPU per request), 50 MB/s per connection (S3: 85-90 MB/s), 200 MB/s in all (a 1.6 Gb/s NIC;
-    # 36 % of the proxy's 562 MB/s), 150 GET/s per prefix (S3: 5,500; a per-object loader trips it, a sharded one
-    # does not). Measured against r = S / (L + S/B) and min(N r, 200 MB/s), boto3 threads (same box, settings and
-    # date as above, median of 3 rounds): 110 KB objects 0.95 / 0.94 / 0.92 of the model at N = 1 / 4 / 16 (18.2 /
-    # 72.1 / 281 obj/s; model 19.2 / 76.6 / 306.5); 4 MiB bodies 0.96 / 0.93 / 0.88 (30.1 / 117 / 175 MB/s; model
-    # 31.3 / 125 / 200).
+    # 50 ms +- 5 ms (S3 Standard: "tens of milliseconds"; 50 rather than 20: at 20 ms the research's prototype
+    # gave 73-85 % of the model, 4-5 ms of client and proxy CPU per request), 50 MB/s per connection (S3: 85-90
+    # MB/s), 200 MB/s in all (a 1.6 Gb/s NIC; 36 % of the proxy's 562 MB/s), 150 GET/s per prefix (S3: 5,500; a
+    # per-object loader trips it, a sharded one does not). Measured against r = S / (L + S/B) and min(N r, 200 MB/s)
+    # with boto3 threads (same box, settings and date as above, median of 3 rounds): 110 KB objects 0.95 / 0.94 /
+    # 0.92 of the model at N = 1 / 4 / 16 (18.2 / 72.1 / 281 obj/s; model 19.2 / 76.6 / 306.5); 4 MiB bodies 0.96 /
+    # 0.93 / 0.88 (30.1 / 117 / 175 MB/s; model 31.3 / 125 / 200).
     "region": NetworkProfile("region", latency_s=0.050, jitter_s=0.005, connection_bytes_per_s=50e6,
                              total_bytes_per_s=200e6, prefix_gets_per_s=150.0),
     # region with faults: 5 % of requests answered 503 SlowDown, 3 % of bodies cut (the research's fault run).
@@ -502,6 +502,9 @@ class Proxy:
                 await self.send_body(request, upstream, answer, target, profile, drop_at)
             except ConnectionError:   # the client went away: nothing to answer
                 pass
+            except (aiohttp.ClientError, asyncio.TimeoutError):   # the server's body broke off: so does ours
+                self.counters["errors"] += 1
+                end_stream(request)
             return answer
 
     async def send_body(self, request: Any, upstream: Any, answer: Any, target: Target, profile: NetworkProfile,
@@ -528,7 +531,7 @@ class Proxy:
             self.count_bytes_sent(target, len(chunk))
             if drop_at is not None and sent >= drop_at:
                 self.counters["drops"] += 1
-                request.transport.close()   # what is buffered still goes out, then end of stream
+                end_stream(request)
                 return
         await answer.write_eof()
 
@@ -589,6 +592,12 @@ def sign_again(method: str, url: str, headers: list[tuple[str, str]], credential
     signed = AWSRequest(method=method, url=url, headers=dict(kept))
     S3SigV4Auth(BotoCredentials(access_key, secret_key), "s3", region).add_auth(signed)
     return list(signed.headers.items())
+
+
+def end_stream(request: Any) -> None:
+    """Close the client's connection mid-body: what is buffered still goes out, then end of stream (not a reset)."""
+    if request.transport is not None:
+        request.transport.close()
 
 
 async def counted(content: Any, counters: dict[str, int]) -> Any:
