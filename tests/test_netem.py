@@ -26,7 +26,8 @@ import psutil
 import pytest
 from aiohttp import web
 
-from loaderlab.storage.netem import PROFILES, Network, NetworkProfile, emulated_network, unit_draw
+from loaderlab.storage.netem import (PROFILES, Network, NetworkProfile, NetworkStartError, emulated_network,
+                                     unit_draw)
 
 BUCKET = "bucket"
 PATTERN = bytes(range(251)) * 4096   # about 1 MB; offsets show (251 is prime)
@@ -269,6 +270,12 @@ def test_profiles_are_checked_and_named() -> None:
         NetworkProfile("bad", p_drop=1.5)
     with pytest.raises(KeyError, match="no network profile 'nope'"):
         with emulated_network("http://127.0.0.1:9", "nope"):
+            pass
+
+
+def test_a_proxy_that_cannot_start_says_why() -> None:
+    with pytest.raises(NetworkStartError, match="is not a server's URL"):
+        with emulated_network("127.0.0.1:8333"):
             pass
 
 

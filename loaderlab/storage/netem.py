@@ -62,7 +62,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 HOST = "127.0.0.1"
 CONTROL_PREFIX = "/__netem/"
@@ -219,6 +219,7 @@ class Network:
         self._control("PUT", "profile", asdict(resolve_profile(profile)))
 
     def profile(self) -> NetworkProfile:
+        """The profile in use."""
         return NetworkProfile(**self._control("GET", "profile"))
 
     def _control(self, method: str, what: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -283,11 +284,12 @@ def _error_tail(errors: Any) -> str:
 
 
 def _stop(process: subprocess.Popen) -> None:
-    for stream in (process.stdin, process.stdout):
-        try:
-            stream.close()
-        except OSError:
-            pass
+    """Close its standard input (it stops on that alone), terminate, wait, kill; then close its output (after its
+    end: a thread may still be reading it)."""
+    try:
+        process.stdin.close()
+    except OSError:
+        pass
     if process.poll() is None:
         process.terminate()
         try:
@@ -295,6 +297,7 @@ def _stop(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(STOP_TIMEOUT_S)
+    process.stdout.close()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -648,6 +651,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="loopback", help=f"one of {sorted(PROFILES)}, or a profile as JSON")
     parser.add_argument("--port", type=int, default=0, help="0: a free port (printed)")
     args = parser.parse_args(argv)
+    address = urlsplit(args.upstream)
+    if address.scheme not in ("http", "https") or not address.hostname or address.path not in ("", "/"):
+        parser.error(f"--upstream {args.upstream!r} is not a server's URL (http://127.0.0.1:PORT)")
     profile = (NetworkProfile(**json.loads(args.profile)) if args.profile.lstrip().startswith("{")
                else resolve_profile(args.profile))
     asyncio.run(serve(args.upstream, profile, args.port))
