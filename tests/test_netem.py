@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
@@ -317,28 +316,32 @@ def test_pacing_follows_the_model_per_connection_and_in_total(network: Network) 
         f"two 4 MiB answers sharing 20 MB/s took {shared:.3f} s (median of {rounds}), model {2 * size / rate:.3f} s")
 
 
-def test_boto3_through_the_proxy_to_the_real_server(tmp_path: Path) -> None:
+def test_boto3_through_the_proxy_to_the_real_server() -> None:
     """SigV4 made against the proxy's address verifies upstream: put, get, ranged get, list, head; ignore_range
-    signs again with the server's keys; a wrong secret is still refused."""
+    signs again with the server's keys; a wrong secret is still refused. The run's server (shared_server)."""
     import botocore.exceptions
 
-    from loaderlab.storage.server import running_server
+    from loaderlab.storage.server import shared_server
 
-    with running_server(tmp_path) as endpoint, emulated_network(endpoint, "region") as network:
+    bucket = "netem-test"
+    with shared_server() as endpoint, emulated_network(endpoint, "region") as network:
+        try:
+            endpoint.client().create_bucket(Bucket=bucket)
+        except botocore.exceptions.ClientError as error:   # a server kept from an earlier run already has it
+            assert error.response["Error"]["Code"] in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"), error
         s3 = endpoint.through(network.url).client()
-        s3.create_bucket(Bucket="netem")
-        s3.put_object(Bucket="netem", Key="shards/one", Body=PATTERN)
-        assert s3.get_object(Bucket="netem", Key="shards/one")["Body"].read() == PATTERN
-        ranged = s3.get_object(Bucket="netem", Key="shards/one", Range="bytes=10-19")
+        s3.put_object(Bucket=bucket, Key="shards/one", Body=PATTERN)
+        assert s3.get_object(Bucket=bucket, Key="shards/one")["Body"].read() == PATTERN
+        ranged = s3.get_object(Bucket=bucket, Key="shards/one", Range="bytes=10-19")
         assert ranged["ResponseMetadata"]["HTTPStatusCode"] == 206 and ranged["Body"].read() == PATTERN[10:20]
         assert ranged["ContentRange"] == f"bytes 10-19/{len(PATTERN)}"
-        assert [o["Key"] for o in s3.list_objects_v2(Bucket="netem")["Contents"]] == ["shards/one"]
-        assert s3.head_object(Bucket="netem", Key="shards/one")["ContentLength"] == len(PATTERN)
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["shards/one"]
+        assert s3.head_object(Bucket=bucket, Key="shards/one")["ContentLength"] == len(PATTERN)
         stats = network.stats()
-        assert (stats.gets, stats.range_gets, stats.lists, stats.heads, stats.errors) == (2, 1, 1, 1, 0), stats
+        assert (stats.puts, stats.gets, stats.range_gets, stats.lists, stats.heads, stats.errors) == (1, 2, 1, 1, 1, 0)
         network.use(replace(PROFILES["loopback"], ignore_range=True))
-        whole = s3.get_object(Bucket="netem", Key="shards/one", Range="bytes=10-19")
+        whole = s3.get_object(Bucket=bucket, Key="shards/one", Range="bytes=10-19")
         assert whole["ResponseMetadata"]["HTTPStatusCode"] == 200 and whole["Body"].read() == PATTERN
         wrong = replace(endpoint, secret_key=endpoint.secret_key + "x").through(network.url).client()
         with pytest.raises(botocore.exceptions.ClientError, match="SignatureDoesNotMatch|AccessDenied"):
-            wrong.get_object(Bucket="netem", Key="shards/one")
+            wrong.get_object(Bucket=bucket, Key="shards/one")
