@@ -118,7 +118,8 @@ test-pythons:  ## make test-pythons [PYTHONS="3.12 3.13"]: install into .venv-py
 test-python: $(INSTALLED) data-ci
 	$(RUN_PHASES) --phases python --label $(VENV) --installed $(INSTALLED) --record $(PYTHONS_RECORD) --append
 
-clean:  ## generated data, grades and caches (keeps .venv)
+clean:  ## generated data, grades and caches (keeps .venv); stops `make storage`'s server first
+	if [ -x $(PY) ]; then $(PY) -m loaderlab.storage.server stop; fi
 	rm -rf data .grader .pytest_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
