@@ -315,9 +315,10 @@ def _wait_until_answering(server: StartedServer, timeout_s: float) -> None:
         returncode = server.process.poll()
         if returncode is not None:
             log = server.log.read_text(encoding="utf-8", errors="replace")
-            taken = re.search(r"(\d+)\D{0,40}address already in use|address already in use", log)
-            reason = f"a port it was given is taken{f' ({taken.group(1)})' if taken and taken.group(1) else ''}; " \
-                     "run it again (free ports are chosen anew)" if taken else "its log says why"
+            fatal = re.findall(r"^F\d{4} [\d:.]+ \S+ (.*)$", log, re.MULTILINE)  # glog's fatal lines
+            reason = fatal[-1].strip() if fatal else "its log says why"
+            if "address already in use" in log:
+                reason += " (a port it was given was taken meanwhile: start it again, free ports are chosen anew)"
             raise StorageServerError(f"the S3 server (weed mini) exited with code {returncode} before answering: "
                                      f"{reason}. The end of {server.log}:\n{log_tail(server.log)}")
         problem = answers(server.endpoint)
@@ -372,10 +373,10 @@ def running_server(data_dir: Path | None = None, timeout_s: float = 20.0, *,
 
 # ---- one server per run: announced in the environment, or by `make storage` ---------------------------------------
 
-def read_state(state_file: Path = STATE_FILE) -> dict[str, Any] | None:
-    """The state `make storage` wrote, or None where there is none (or it does not parse)."""
+def read_state() -> dict[str, Any] | None:
+    """The state `make storage` wrote (STATE_FILE), or None where there is none (or it does not parse)."""
     try:
-        return json.loads(state_file.read_text(encoding="utf-8"))
+        return json.loads(STATE_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
