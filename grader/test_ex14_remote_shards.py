@@ -6,6 +6,7 @@ r = S / (L + S/B)."""
 import pytest
 
 EXERCISE = "ex14_remote_shards"
+pytestmark = pytest.mark.usefixtures("s3_server")  # one S3 server for the session, announced to every check
 
 
 @pytest.mark.step(1, "shards, not objects")
@@ -40,8 +41,8 @@ def test_fetcher_keeps_order_within_the_bound(grade):
 
 @pytest.mark.step(2, "requests in flight")
 def test_fetcher_stops_on_close_and_on_error(grade):
-    """Closed after 3 items with 8 requests of 1 s open, and failing on a missing key: no thread or process the fetcher
-    started is left 0.3 s after control returns."""
+    """Closed after its first item with 7 more requests open (answers paced at 100 KB/s), and failing on a missing key:
+    no thread or process the fetcher started is left 0.3 s after control returns."""
     grade()
 
 
