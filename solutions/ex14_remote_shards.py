@@ -34,7 +34,7 @@ from loaderlab.storage.server import Endpoint
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 10.0
 ATTEMPTS = 2                 # a refused connection is tried twice, then reported
-COALESCE_GAP_BYTES = 4096    # between two samples of a shard: the .cls member (2 x 512) and a header, padding
+COALESCE_GAP_BYTES = 8192    # between two samples of a shard: headers, the .cls member, padding (ci: 3,584-4,095 bytes)
 LABEL_SUFFIX = "cls"
 
 
