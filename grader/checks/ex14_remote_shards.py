@@ -53,11 +53,13 @@ SPEEDUP_SHARE = 0.5
 ORDER_OBJECTS = 48
 IN_FLIGHT_SETTINGS = (1, 4, 16)
 # Answers that come back out of order: 20 ms +- 15 ms each.
-JITTERY = NetworkProfile("ex14-jitter", latency_s=0.020, jitter_s=0.015)
+JITTER_LATENCY_S, JITTER_S = 0.020, 0.015
+JITTERY = NetworkProfile("ex14-jitter", latency_s=JITTER_LATENCY_S, jitter_s=JITTER_S)
 # Requests still open when the consumer closes the generator: at 100 KB/s per answer the first key, the smallest
 # object, comes first (ci: 30 KB, 0.35 s), the next ones, of the median size, take about 1 s (ci: 97 KB): a fetcher
 # that does not wait for its threads leaves them running past the grace below, however busy the machine.
-SLOW = NetworkProfile("ex14-slow", latency_s=0.050, connection_bytes_per_s=100e3)
+SLOW_BYTES_PER_S = 100e3
+SLOW = NetworkProfile("ex14-slow", latency_s=0.050, connection_bytes_per_s=SLOW_BYTES_PER_S)
 STOP_GRACE_S = 0.3
 CLOSE_IN_FLIGHT = 8          # the generator is closed after its first item
 ERROR_AT = 5                 # position of the missing key in the failing fetch
@@ -73,10 +75,12 @@ READ_RUNS = ((0, 0, 6), (2, 5, 3), (4, 19, 1), (7, 3, 1))   # (shard, first samp
 EVERY_OTHER_SHARD = 1        # ... and every other sample of this shard: neighbours of nothing asked
 # ---- step 4 ----
 WATCH_POLL_S = 0.002
-CACHE_PROFILE = NetworkProfile("ex14-cache", connection_bytes_per_s=50e6)   # a 3 MB shard downloads in 60 ms
+CACHE_BYTES_PER_S = 50e6     # a 2.4 MB shard downloads in about 50 ms: a download in progress is seen
+CACHE_PROFILE = NetworkProfile("ex14-cache", connection_bytes_per_s=CACHE_BYTES_PER_S)
 BUDGET_SHARDS = 2.5          # budgets in mean shard sizes
 CACHE_THREADS = 4
-SAME_TIME_PROFILE = NetworkProfile("ex14-same-time", latency_s=0.1)
+SAME_TIME_LATENCY_S = 0.1
+SAME_TIME_PROFILE = NetworkProfile("ex14-same-time", latency_s=SAME_TIME_LATENCY_S)
 SAME_TIME_THREADS = 8
 SAME_TIME_SHARDS = 3
 LRU_ACCESSES = 30            # shard accesses per epoch, with repeats (a shuffled sample order's shards, in short runs)
@@ -306,7 +310,7 @@ def fetcher_keeps_order_within_the_bound(ex: ModuleType) -> None:
         for in_flight in IN_FLIGHT_SETTINGS:
             store.network.reset()
             setting = (f"fetch_in_flight over {len(keys)} objects with in_flight={in_flight}, answers taking "
-                       f"{JITTERY.latency_s * 1000:g} +- {JITTERY.jitter_s * 1000:g} ms (they arrive out of order)")
+                       f"{JITTER_LATENCY_S * 1000:g} +- {JITTER_S * 1000:g} ms (they arrive out of order)")
             got = _take(fetch_in_flight(store.endpoint, remote.bucket, keys, in_flight), setting)
             stats = store.stats()
             assert stats.max_in_flight <= in_flight, (
@@ -331,7 +335,7 @@ def fetcher_stops_on_close_and_on_error(ex: ModuleType) -> None:
         keys = [key for key, _, _ in by_size[:1] + by_size[middle:middle + 2 * CLOSE_IN_FLIGHT]]
         what = (f"fetch_in_flight(in_flight={CLOSE_IN_FLIGHT}) closed after its first item, with "
                 f"{CLOSE_IN_FLIGHT - 1} requests still open (answers paced at "
-                f"{SLOW.connection_bytes_per_s / 1e3:g} KB/s)")
+                f"{SLOW_BYTES_PER_S / 1e3:g} KB/s)")
 
         def close_early() -> None:
             items = fetch_in_flight(store.endpoint, remote.bucket, keys, CLOSE_IN_FLIGHT)
@@ -599,7 +603,7 @@ def no_shard_fetched_twice_at_once(ex: ModuleType) -> None:
         cache = _cache(ex, store, Path(scratch) / "cache", budget)
         store.network.reset()
         what = (f"{SAME_TIME_THREADS} threads asking ShardCache for the same {SAME_TIME_SHARDS} shards at once "
-                f"({SAME_TIME_PROFILE.latency_s * 1000:g} ms per request), budget_bytes={budget:,}")
+                f"({SAME_TIME_LATENCY_S * 1000:g} ms per request), budget_bytes={budget:,}")
         failures: list[str] = []
         parts = [keys[i % len(keys):] + keys[:i % len(keys)] for i in range(SAME_TIME_THREADS)]
         with no_leaks(what):
