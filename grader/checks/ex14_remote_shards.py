@@ -29,7 +29,7 @@ from typing import Any
 
 from grader.support import assert_pixels_within, expected_crop, no_leaks, relative_str, require, within
 from loaderlab.bench import Comparison, compare
-from loaderlab.images import mean_abs_difference, reference_crop
+from loaderlab.images import MEAN_TOLERANCE, WORST_TOLERANCE, Sample, mean_abs_difference, reference_crop
 from loaderlab.paths import active_profile, dataset_dir
 from loaderlab.storage.bucket import RemoteDataset, upload_dataset
 from loaderlab.storage.netem import PROFILES, Network, NetworkProfile, Stats, emulated_network
@@ -265,11 +265,9 @@ def shard_samples_every_sample_once(ex: ModuleType) -> None:
         setting = f"shard_samples over {pixel_shards} with decode=the reference crop"
         items = _take(shard_samples(store.endpoint, remote.bucket, pixel_shards, _crop), setting)
         samples = [_unpack(item, setting) for item in items]
-        from loaderlab.images import Sample
-
         references = [Sample(_local_file(remote, key), label) for key, _, label in samples]
         differences = [mean_abs_difference(crop, expected_crop(ref.path)) for (_, crop, _), ref in zip(samples, references)]
-        assert_pixels_within(differences, references, setting, worst_tolerance=0.0,
+        assert_pixels_within(differences, references, setting, WORST_TOLERANCE, MEAN_TOLERANCE,
                              how="Yield decode(the .jpg member's bytes): the decode the check gives is the reference's.")
 
 
