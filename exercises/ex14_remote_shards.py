@@ -57,7 +57,7 @@ from loaderlab.storage.server import Endpoint
 class RemoteSample(NamedTuple):
     """One sample read from the store."""
 
-    key: str     # object_samples: the object's key; shard_samples and ShardIndex: the sample's key ("circles/circles_000003")
+    key: str     # object_samples: the object's key; the others: the sample's key ("circles/circles_000003")
     data: Any    # the image file's bytes as stored, or decode(bytes) when a decode is given
     label: int
 
@@ -96,14 +96,16 @@ class ShardIndex:
         # TODO(ex14, step 3): read the index once, here. Listing a bucket to find what is in it costs a
         # request per 1,000 keys, each dearer than a GET, every time: the index already says where every
         # sample is.
-        raise NotImplementedError("TODO(ex14, step 3) in exercises/ex14_remote_shards.py: ShardIndex (an index, range reads)")
+        raise NotImplementedError("TODO(ex14, step 3) in exercises/ex14_remote_shards.py: "
+                                  "ShardIndex (an index, range reads)")
 
     def read(self, keys: Sequence[str]) -> list[RemoteSample]:
         """The samples with these keys, in this order, as RemoteSample(key, the .jpg bytes, label)."""
         # TODO(ex14, step 3): fetch only the bytes asked for, with Range requests; samples that sit next to
         # each other in a shard come in one request. Then ask what answer you got: a server that ignores
         # Range sends the whole shard with status 200, and its first bytes are not your sample.
-        raise NotImplementedError("TODO(ex14, step 3) in exercises/ex14_remote_shards.py: ShardIndex.read (an index, range reads)")
+        raise NotImplementedError("TODO(ex14, step 3) in exercises/ex14_remote_shards.py: "
+                                  "ShardIndex.read (an index, range reads)")
 
 
 class ShardCache:

@@ -18,9 +18,9 @@ def test_object_samples_one_get_each(grade):
 
 @pytest.mark.step(1, "shards, not objects")
 def test_shard_samples_every_sample_once(grade):
-    """shard_samples over every train shard in a shuffled order: every sample once, shard after shard, each in written
-    order, its bytes and label as stored, at most 2 requests per shard; with the reference's crop as the decode, the
-    pixels of a shard's samples are the reference's (within the course's tolerance)."""
+    """shard_samples over every train shard (at most 13) in a shuffled order: every sample once, shard after shard,
+    each in written order, its bytes and label as stored, at most 2 requests per shard; with the reference's crop as
+    the decode, the pixels of a shard's samples are the reference's (within the course's tolerance)."""
     grade()
 
 

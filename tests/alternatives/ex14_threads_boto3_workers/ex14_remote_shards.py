@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from loaderlab.storage.server import Endpoint
-from solutions.ex14_remote_shards import RemoteReadError, RemoteSample, _client, _get, _read, object_samples, shard_samples  # noqa: F401
+from solutions.ex14_remote_shards import (RemoteReadError, RemoteSample, _client, _get, _read,  # noqa: F401
+                                         object_samples, shard_samples)
 
 WAIT_S = 0.1   # how often a waiting thread looks at the stop flag
 
