@@ -1,8 +1,9 @@
 """Exercise 14: a remote shard reader, over a real S3 server behind an emulated network.
 
-The course's data sits in a SeaweedFS bucket (`loaderlab.storage`): one object per image, and the same images in
-tar shards (`loaderlab.tar_shards`' layout: `<key>.jpg` and `<key>.cls` per sample) with an index, a JSON list of
-every sample's key, label, shard, and the offset and size of its .jpg bytes in that shard. Between you and the server
+The course's data sits in a SeaweedFS bucket (`loaderlab.storage.bucket`): one object per image, and the same images
+in tar shards (`loaderlab.tar_shards`' layout: `<key>.jpg` and `<key>.cls` per sample) with an index,
+`shards/<split>/index.json`, whose "samples" list gives every sample's key, label, object key, shard key, and the
+offset and size of its image bytes in that shard. Between you and the server
 sits the course's proxy, which delays and paces every request as a network would (first-byte latency L, bandwidth B
 per connection) and counts what it sees: requests, bytes, LISTs, the most requests in flight, GETs per key. Those
 counters, not your code's own, are what the grader reads.
