@@ -23,6 +23,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -111,8 +112,9 @@ class Remote:
     index_key: str
     index: list[dict[str, Any]]               # the index's entries, in written order (shard, then offset)
 
-    @property
+    @cached_property
     def local(self) -> dict[str, Path]:
+        """Each sample's local file, by its key in the shards."""
         return {entry["key"]: path for entry, (_, _, path) in zip(self.index, self.objects)}
 
     def samples_of(self, shard: str) -> list[dict[str, Any]]:
