@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,28 @@ def _record(item: pytest.Item, result: CheckResult) -> None:
     result.timed = item.get_closest_marker("throughput") is not None
     item.config.stash[RESULTS].append(result)
     item.config.stash[RECORDED].add(item.nodeid)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Module 10's S3 server for this session, announced to every grading process it starts (LOADERLAB_S3_* in this
+    process's environment, which grader.runner hands on): each check's `shared_server()` then reuses it. The server
+    the run was given (announced, or `make storage`'s), else one of this session's own in a folder of its own (the
+    workers of a pytest-xdist run each start one: two cannot share a data folder)."""
+    from loaderlab.storage.server import Endpoint, read_state, running_server, shared_server, state_server_answers
+
+    given = Endpoint.from_env() is not None or state_server_answers(read_state())
+    with shared_server() if given else running_server(tmp_path_factory.mktemp("s3-server")) as endpoint:
+        before = {name: os.environ.get(name) for name in endpoint.env()}
+        os.environ.update(endpoint.env())
+        try:
+            yield
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def target_dir(config: pytest.Config) -> Path:
