@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.tools.install
 
-.PHONY: help lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives test-pythons test-python
+.PHONY: help lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-alternatives test-pythons test-python storage storage-stop
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -78,6 +78,12 @@ wheelhouse:  ## make wheelhouse [WHEELS=dir]: every pinned wheel for this platfo
 
 hint: $(INSTALLED)  ## make hint EX=ex02 [LEVEL=2] [CHECK=a_check_the_grade_named]
 	$(PY) -m grader.hints $(EX) "$(LEVEL)" $(CHECK)
+
+storage: $(INSTALLED)  ## module 10's S3 server (SeaweedFS, on 127.0.0.1 only) kept running for notebook sessions: prints where it answers
+	$(PY) -m loaderlab.storage.server start
+
+storage-stop: $(INSTALLED)  ## stop the S3 server `make storage` started
+	$(PY) -m loaderlab.storage.server stop
 
 quiz: $(INSTALLED)  ## make quiz M=04: the module's self-check questions, graded here
 	$(PY) -m grader.quiz $(M)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GRADER_DIR = REPO_ROOT / ".grader"
+STORAGE_DIR = REPO_ROOT / "data" / "storage"  # module 10: the S3 server's files (loaderlab.storage)
 DEFAULT_PROFILE = "workshop"
 
 
