@@ -47,6 +47,13 @@ class Ceilings:
     client_gets_per_s: float | None = None
 
 
+
+def ceilings_of(profile: Any, prefixes: int = 1, client_gets_per_s: float | None = None) -> Ceilings:
+    """The model's limits for a `loaderlab.storage.netem.NetworkProfile`, keys spread over `prefixes` prefixes,
+    and a client that issues at most `client_gets_per_s` requests/s (None: not measured)."""
+    return Ceilings(profile.latency_s, profile.connection_bytes_per_s, profile.total_bytes_per_s,
+                    profile.prefix_gets_per_s, prefixes, client_gets_per_s)
+
 def in_flight_model(in_flight: int, size_bytes: float, ceilings: Ceilings) -> tuple[float, str]:
     """Requests/s that `in_flight` requests of `size_bytes` can reach, and the name of the limit that sets it:
     min(N r / S, total bandwidth / S, the client's requests/s, prefixes x the prefix's requests/s)."""
@@ -70,6 +77,14 @@ def bandwidth_delay_in_flight(size_bytes: float, ceilings: Ceilings) -> float:
     return ceilings.total_bytes_per_s * request_seconds(size_bytes, ceilings.latency_s,
                                                          ceilings.connection_bytes_per_s) / size_bytes
 
+
+
+def batch_model_seconds(sizes: Sequence[float], in_flight: int, ceilings: Ceilings) -> float:
+    """The model's time for GETs of `sizes` bytes, `in_flight` at a time: at least the longest request, the
+    requests' total time shared by the connections, and the bytes over the total bandwidth."""
+    times = [request_seconds(size, ceilings.latency_s, ceilings.connection_bytes_per_s) for size in sizes]
+    floor = sum(sizes) / ceilings.total_bytes_per_s if ceilings.total_bytes_per_s else 0.0
+    return max(max(times), sum(times) / in_flight, floor)
 
 # ---- requests --------------------------------------------------------------------------------------------------
 
@@ -152,24 +167,24 @@ def client_cpu_per_get(client: Any, bucket: str, gets: Sequence[Get], in_flight:
 
 @dataclass(frozen=True)
 class Listing:
-    keys: list[str]
+    sizes: dict[str, int]  # key -> bytes, in the order listed
     pages: int
     seconds: float
 
 
 def list_keys(client: Any, bucket: str, prefix: str, page_keys: int = LIST_PAGE_KEYS) -> Listing:
-    """Every key under `prefix`, page after page (each page needs the previous one's continuation token, so pages
+    """Every key under `prefix` with its size, page after page (each page needs the previous one's continuation token, so pages
     cannot be fetched in parallel)."""
-    keys, pages, token = [], 0, None
+    sizes, pages, token = {}, 0, None
     start = time.perf_counter()
     while True:
         asked = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": page_keys}
         answer = client.list_objects_v2(**asked, **({"ContinuationToken": token} if token else {}))
         pages += 1
-        keys += [item["Key"] for item in answer.get("Contents", [])]
+        sizes.update((item["Key"], int(item["Size"])) for item in answer.get("Contents", []))
         token = answer.get("NextContinuationToken")
         if not answer.get("IsTruncated"):
-            return Listing(keys, pages, time.perf_counter() - start)
+            return Listing(sizes, pages, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
@@ -402,7 +417,7 @@ def start_lab(profile: str, network_profile: str = "loopback") -> StorageLab:
     try:
         endpoint = stack.enter_context(shared_server())
         remote = upload_dataset(endpoint, profile)
-        network = stack.enter_context(emulated_network(endpoint.url, network_profile))
+        network = stack.enter_context(emulated_network(endpoint, network_profile))
         work = Path(tempfile.mkdtemp(prefix="loaderlab-10-"))
         stack.callback(shutil.rmtree, work, ignore_errors=True)
     except BaseException:
