@@ -14,8 +14,9 @@ import pytest
 
 from grader import quiz
 from loaderlab.lessons import m10_storage as m10
-from loaderlab.lessons.m10_storage import Ceilings, Get, IndexEntry
+from loaderlab.lessons.m10_storage import Ceilings, Get
 from loaderlab.paths import REPO_ROOT
+from loaderlab.storage.bucket import RemoteSample
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "10_object_storage.ipynb"
 
@@ -56,8 +57,8 @@ def test_batch_model_is_bounded_by_the_longest_request_the_shared_time_and_the_t
 
 # ---- coalescing ---------------------------------------------------------------------------------------------------
 
-def entry(shard: str, offset: int, size: int = 100) -> IndexEntry:
-    return IndexEntry(f"{shard}-{offset}", 0, shard, offset, size)
+def entry(shard: str, offset: int, size: int = 100) -> RemoteSample:
+    return RemoteSample(f"{shard}-{offset}", 0, f"images-0/{shard}-{offset}.jpg", shard, offset, size)
 
 
 def test_coalesce_merges_neighbours_within_the_gap_and_never_across_shards() -> None:
@@ -217,21 +218,28 @@ def test_list_keys_pages_and_read_by_ranges_gets_every_sample(served) -> None:
     assert listing.sizes == {k: len(v) for k, v in bodies.items()} and listing.pages == 2
     assert network.stats().lists == 2
     key = next(iter(bodies))
-    wanted = [IndexEntry(f"s{i}", 0, key, offset, 100) for i, offset in enumerate((0, 150, 5000))]
+    wanted = [RemoteSample(f"s{i}", 0, f"images-0/s{i}.jpg", key, offset, 100) for i, offset in enumerate((0, 150, 5000))]
     read = m10.read_by_ranges(client, bucket, wanted, max_gap=100, in_flight=2)
     assert read.requests == 2 and read.samples == {e.key: bodies[key][e.offset:e.offset + 100] for e in wanted}
     assert read.over_fetch == pytest.approx(50 / 300)
 
 
-def test_read_index_reads_the_entries_the_bucket_layout_names(served) -> None:
+def test_read_index_reads_the_split_the_bucket_layout_writes(served) -> None:
+    from loaderlab.storage.bucket import index_key
+
     endpoint, network, bucket, _ = served
     client = endpoint.client()
-    entries = [{"key": "circles/x", "label": 3, "shard": "shards/train/shard-00000.tar", "offset": 512, "size": 9}]
-    client.put_object(Bucket=bucket, Key="index.json", Body=json.dumps(entries).encode())
+    document = {"shards": [{"key": "shards/val/shard-00000.tar", "bytes": 3000, "samples": 1}],
+                "samples": [{"key": "circles/x", "label": 3, "object": "images-0/val/circles/x.jpg",
+                             "shard": "shards/val/shard-00000.tar", "offset": 512, "size": 9}]}
+    client.put_object(Bucket=bucket, Key=index_key("val"), Body=json.dumps(document).encode())
     try:
-        assert m10.read_index(client, bucket, "index.json") == [IndexEntry("circles/x", 3, entries[0]["shard"], 512, 9)]
+        split = m10.read_index(client, bucket, "val")
     finally:
-        client.delete_object(Bucket=bucket, Key="index.json")
+        client.delete_object(Bucket=bucket, Key=index_key("val"))
+    assert split.samples == (RemoteSample("circles/x", 3, "images-0/val/circles/x.jpg", "shards/val/shard-00000.tar",
+                                          512, 9),)
+    assert split.shard_keys == ("shards/val/shard-00000.tar",)
 
 
 # ---- notebook 10 and quiz 10 -----------------------------------------------------------------------------------------

@@ -22,7 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loaderlab.storage.bucket import RemoteSample
 
 LIST_PAGE_KEYS = 1000  # the most keys one ListObjectsV2 answer holds (S3 API reference: "up to 1,000")
 REQUEST_TIMEOUT_S = 30  # a request that sends nothing for this long is an error, not a hang
@@ -187,21 +190,12 @@ def list_keys(client: Any, bucket: str, prefix: str, page_keys: int = LIST_PAGE_
             return Listing(sizes, pages, time.perf_counter() - start)
 
 
-@dataclass(frozen=True)
-class IndexEntry:
-    """One sample in the shards: its key, label, the shard holding it, and its .jpg member's bytes there."""
+def read_index(client: Any, bucket: str, split: str) -> Any:
+    """The split's shard index, read with one GET (no LIST), as a `loaderlab.storage.bucket.RemoteSplit`: every
+    sample's key, label, object key, shard key, and offset and size in its shard."""
+    from loaderlab.storage.bucket import index_key, remote_split
 
-    key: str
-    label: int
-    shard: str
-    offset: int
-    size: int
-
-
-def read_index(client: Any, bucket: str, index_key: str) -> list[IndexEntry]:
-    """The shard index (one GET), as entries in written order."""
-    entries = json.loads(get_bytes(client, bucket, Get(index_key)))
-    return [IndexEntry(e["key"], int(e["label"]), e["shard"], int(e["offset"]), int(e["size"])) for e in entries]
+    return remote_split(split, json.loads(get_bytes(client, bucket, Get(index_key(split)))))
 
 
 # ---- range reads, neighbours coalesced ---------------------------------------------------------------------------
@@ -213,24 +207,24 @@ class Span:
     shard: str
     start: int
     end: int
-    members: tuple[IndexEntry, ...]
+    members: tuple[RemoteSample, ...]
 
     @property
     def wanted_bytes(self) -> int:
         return sum(m.size for m in self.members)
 
 
-def coalesce(wanted: Iterable[IndexEntry], max_gap: int) -> list[Span]:
+def coalesce(wanted: Iterable[RemoteSample], max_gap: int) -> list[Span]:
     """Group the wanted samples into ranged GETs: within a shard, in offset order, a sample joins the current span
     when the bytes between them are at most `max_gap` (those bytes are fetched and thrown away)."""
     spans: list[Span] = []
-    for entry in sorted(wanted, key=lambda e: (e.shard, e.offset)):
+    for entry in sorted(wanted, key=lambda e: (e.shard_key, e.offset)):
         last = spans[-1] if spans else None
-        if last and last.shard == entry.shard and entry.offset - last.end <= max_gap:
+        if last and last.shard == entry.shard_key and entry.offset - last.end <= max_gap:
             spans[-1] = Span(last.shard, last.start, max(last.end, entry.offset + entry.size),
                              last.members + (entry,))
         else:
-            spans.append(Span(entry.shard, entry.offset, entry.offset + entry.size, (entry,)))
+            spans.append(Span(entry.shard_key, entry.offset, entry.offset + entry.size, (entry,)))
     return spans
 
 
@@ -248,7 +242,7 @@ class RangeRead:
         return self.fetched_bytes / self.wanted_bytes - 1
 
 
-def read_by_ranges(client: Any, bucket: str, wanted: Sequence[IndexEntry], max_gap: int,
+def read_by_ranges(client: Any, bucket: str, wanted: Sequence[RemoteSample], max_gap: int,
                    in_flight: int) -> RangeRead:
     """The wanted samples' bytes, by ranged GETs of coalesced spans (`coalesce`), `in_flight` at a time."""
     spans = coalesce(wanted, max_gap)
