@@ -175,9 +175,10 @@ class Listing:
     seconds: float
 
 
-def list_keys(client: Any, bucket: str, prefix: str, page_keys: int = LIST_PAGE_KEYS) -> Listing:
-    """Every key under `prefix` with its size, page after page (each page needs the previous one's continuation token, so pages
-    cannot be fetched in parallel)."""
+def list_keys(client: Any, bucket: str, prefix: str, page_keys: int = LIST_PAGE_KEYS,
+              max_pages: int | None = None) -> Listing:
+    """Every key under `prefix` with its size, page after page (each page needs the previous one's continuation
+    token, so pages cannot be fetched in parallel); with `max_pages`, only the keys of that many pages."""
     sizes, pages, token = {}, 0, None
     start = time.perf_counter()
     while True:
@@ -186,7 +187,7 @@ def list_keys(client: Any, bucket: str, prefix: str, page_keys: int = LIST_PAGE_
         pages += 1
         sizes.update((item["Key"], int(item["Size"])) for item in answer.get("Contents", []))
         token = answer.get("NextContinuationToken")
-        if not answer.get("IsTruncated"):
+        if not answer.get("IsTruncated") or pages == max_pages:
             return Listing(sizes, pages, time.perf_counter() - start)
 
 
