@@ -210,6 +210,30 @@ def test_a_ranged_get_answered_200_is_refused_loudly(served) -> None:
     assert m10.get_bytes(client, bucket, Get(key, 10, 20)) == bodies[key][10:30]
 
 
+def test_obstore_coalesces_near_ranges_into_one_get_and_refuses_a_whole_object_answer(served) -> None:
+    """Notebook 10, sections 5 and 8: obstore's get_ranges merges ranges under 1 MiB apart, and it refuses an answer
+    that is not partial (measured here through the proxy's ignore_range, not only read in its documentation)."""
+    import obstore
+    from obstore.store import S3Store
+
+    from loaderlab.storage.netem import PROFILES
+
+    endpoint, network, bucket, bodies = served
+    key = next(iter(bodies))
+    store = S3Store(bucket, endpoint=network.url, access_key_id=endpoint.access_key,
+                    secret_access_key=endpoint.secret_key, region=endpoint.region, client_options={"allow_http": True})
+    network.reset()
+    got = obstore.get_ranges(store, key, starts=[0, 100, 5000], lengths=[10, 10, 10])
+    assert [bytes(b) for b in got] == [bodies[key][s:s + 10] for s in (0, 100, 5000)]
+    assert network.stats().range_gets == 1
+    network.use(replace(PROFILES["loopback"], ignore_range=True))
+    try:
+        with pytest.raises(Exception, match="non-partial"):
+            obstore.get_range(store, key, start=10, length=5)
+    finally:
+        network.use("loopback")
+
+
 def test_list_keys_pages_and_read_by_ranges_gets_every_sample(served) -> None:
     endpoint, network, bucket, bodies = served
     client = endpoint.through(network.url).client()
