@@ -131,7 +131,6 @@ class Fetched:
 
     bodies: list[bytes]
     seconds: float
-    in_flight: int
 
     @property
     def requests(self) -> int:
@@ -155,7 +154,7 @@ def fetch_all(client: Any, bucket: str, gets: Sequence[Get], in_flight: int) -> 
     else:
         with ThreadPoolExecutor(in_flight) as pool:
             bodies = list(pool.map(lambda get: get_bytes(client, bucket, get), gets, timeout=REQUEST_TIMEOUT_S * 4))
-    return Fetched(bodies, time.perf_counter() - start, in_flight)
+    return Fetched(bodies, time.perf_counter() - start)
 
 
 def client_cpu_per_get(client: Any, bucket: str, gets: Sequence[Get], in_flight: int) -> tuple[Fetched, float]:
