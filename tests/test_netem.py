@@ -25,7 +25,8 @@ import psutil
 import pytest
 from aiohttp import web
 
-from loaderlab.storage.netem import PROFILES, Network, NetworkProfile, emulated_network, unit_draw
+from loaderlab.storage.netem import (PROFILES, Network, NetworkProfile, NetworkStartError, emulated_network,
+                                     unit_draw)
 
 BUCKET = "bucket"
 PATTERN = bytes(range(251)) * 4096   # about 1 MB; offsets show (251 is prime)
@@ -271,6 +272,12 @@ def test_profiles_are_checked_and_named() -> None:
             pass
 
 
+def test_a_proxy_that_cannot_start_says_why() -> None:
+    with pytest.raises(NetworkStartError, match="is not a server's URL"):
+        with emulated_network("127.0.0.1:8333"):
+            pass
+
+
 def test_nothing_is_left_running_whatever_happened(upstream: str) -> None:
     before = {child.pid for child in psutil.Process().children(recursive=True)}
     with pytest.raises(RuntimeError, match="the test's own"):
@@ -311,26 +318,30 @@ def test_pacing_follows_the_model_per_connection_and_in_total(network: Network) 
 
 def test_boto3_through_the_proxy_to_the_real_server() -> None:
     """SigV4 made against the proxy's address verifies upstream: put, get, ranged get, list, head; ignore_range
-    signs again with the server's keys; a wrong secret is still refused."""
+    signs again with the server's keys; a wrong secret is still refused. The run's server (shared_server)."""
     import botocore.exceptions
 
-    from loaderlab.storage.server import running_server
+    from loaderlab.storage.server import shared_server
 
-    with running_server() as endpoint, emulated_network(endpoint, "region") as network:
+    bucket = "netem-test"
+    with shared_server() as endpoint, emulated_network(endpoint, "region") as network:
+        try:
+            endpoint.client().create_bucket(Bucket=bucket)
+        except botocore.exceptions.ClientError as error:   # a server kept from an earlier run already has it
+            assert error.response["Error"]["Code"] in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"), error
         s3 = endpoint.through(network.url).client()
-        s3.create_bucket(Bucket="netem")
-        s3.put_object(Bucket="netem", Key="shards/one", Body=PATTERN)
-        assert s3.get_object(Bucket="netem", Key="shards/one")["Body"].read() == PATTERN
-        ranged = s3.get_object(Bucket="netem", Key="shards/one", Range="bytes=10-19")
+        s3.put_object(Bucket=bucket, Key="shards/one", Body=PATTERN)
+        assert s3.get_object(Bucket=bucket, Key="shards/one")["Body"].read() == PATTERN
+        ranged = s3.get_object(Bucket=bucket, Key="shards/one", Range="bytes=10-19")
         assert ranged["ResponseMetadata"]["HTTPStatusCode"] == 206 and ranged["Body"].read() == PATTERN[10:20]
         assert ranged["ContentRange"] == f"bytes 10-19/{len(PATTERN)}"
-        assert [o["Key"] for o in s3.list_objects_v2(Bucket="netem")["Contents"]] == ["shards/one"]
-        assert s3.head_object(Bucket="netem", Key="shards/one")["ContentLength"] == len(PATTERN)
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["shards/one"]
+        assert s3.head_object(Bucket=bucket, Key="shards/one")["ContentLength"] == len(PATTERN)
         stats = network.stats()
-        assert (stats.gets, stats.range_gets, stats.lists, stats.heads, stats.errors) == (2, 1, 1, 1, 0), stats
+        assert (stats.puts, stats.gets, stats.range_gets, stats.lists, stats.heads, stats.errors) == (1, 2, 1, 1, 1, 0)
         network.use(replace(PROFILES["loopback"], ignore_range=True))
-        whole = s3.get_object(Bucket="netem", Key="shards/one", Range="bytes=10-19")
+        whole = s3.get_object(Bucket=bucket, Key="shards/one", Range="bytes=10-19")
         assert whole["ResponseMetadata"]["HTTPStatusCode"] == 200 and whole["Body"].read() == PATTERN
         wrong = replace(endpoint, secret_key=endpoint.secret_key + "x").through(network.url).client()
         with pytest.raises(botocore.exceptions.ClientError, match="SignatureDoesNotMatch|AccessDenied"):
-            wrong.get_object(Bucket="netem", Key="shards/one")
+            wrong.get_object(Bucket=bucket, Key="shards/one")

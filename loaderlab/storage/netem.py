@@ -62,7 +62,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 HOST = "127.0.0.1"
 CONTROL_PREFIX = "/__netem/"
@@ -114,25 +114,27 @@ class NetworkProfile:
                 raise ValueError(f"NetworkProfile {self.name!r}: {name} = {getattr(self, name)} is not in [0, 1]")
 
 
-# Real figures (AWS whitepaper "Best Practices Design Patterns: Optimizing Amazon S3 Performance"; AWS knowledge
-# center "http-5xx-errors-s3"): first-byte latency of small GETs "often in the tens of milliseconds"; one connection
-# carries 85-90 MB/s ("one concurrent request for each 85-90 MB/s"); a partitioned prefix serves 5,500 GET/HEAD per
-# second and answers 503 Slow Down past it. Scaled down because server, proxy and client share a learner's 2 cores.
+# Real figures, as the course's research quotes them (2026-11-28-object-storage.md, section 4c): AWS whitepaper
+# "Best Practices Design Patterns: Optimizing Amazon S3 Performance": first-byte latency of small GETs "often in the
+# tens of milliseconds", one concurrent request for each 85-90 MB/s of throughput; AWS knowledge center
+# "http-5xx-errors-s3" (checked): 5,500 GET/HEAD requests per second per partitioned prefix, 503 Slow Down past it.
+# Scaled down because server, proxy and client share a learner's 2 cores.
 # This proxy's own ceiling (loopback profile, SeaweedFS 4.48 upstream, 2-core 24 GiB development box, 2026-11-28,
-# under the CPU lock, median of 3 rounds): 1,248 GET/s of 110 KB (137 MB/s) with obstore asyncio at 64 in flight
-# (2,342 direct), 562 MB/s of 4 MiB bodies at 4 in flight (1,124 direct); boto3 threads cap at 597 GET/s through it
-# (651 direct) at 16 in flight: the client, not the proxy, is then the ceiling. A profile keeps its emulated rates
-# under a third of that, so the network model, not the CPU, sets the speed.
+# under the CPU lock, median of 3 rounds, two runs): 1,248-1,449 GET/s of 110 KB (137-159 MB/s) with obstore
+# asyncio at 64 in flight (2,342-2,487 direct), 562-654 MB/s of 4 MiB bodies at 4 in flight (1,037-1,124 direct);
+# boto3 threads at 16 in flight cap at 575-651 GET/s, through it or not: the client is then the ceiling. A profile
+# keeps its emulated rates at about a third of the proxy's or less, so the network model, not the CPU, sets the speed.
 PROFILES: dict[str, NetworkProfile] = {
     # No emulation: the server's and the proxy's own speed (the proxy still counts).
     "loopback": NetworkProfile("loopback"),
-    # 50 ms +- 5 ms (S3 Standard: "tens of milliseconds"; 50 rather than 20: at 20 ms the research's prototype gave
-    # 73-85 % of the model, 4-5 ms of client and proxy CPU per request), 50 MB/s per connection (S3: 85-90 MB/s), 200 MB/s in all (a 1.6 Gb/s NIC;
-    # 36 % of the proxy's 562 MB/s), 150 GET/s per prefix (S3: 5,500; a per-object loader trips it, a sharded one
-    # does not). Measured against r = S / (L + S/B) and min(N r, 200 MB/s), boto3 threads (same box, settings and
-    # date as above, median of 3 rounds): 110 KB objects 0.95 / 0.94 / 0.92 of the model at N = 1 / 4 / 16 (18.2 /
-    # 72.1 / 281 obj/s; model 19.2 / 76.6 / 306.5); 4 MiB bodies 0.96 / 0.93 / 0.88 (30.1 / 117 / 175 MB/s; model
-    # 31.3 / 125 / 200).
+    # 50 ms +- 5 ms (S3 Standard: "tens of milliseconds"; 50 rather than 20: at 20 ms the research's prototype
+    # gave 73-85 % of the model, 4-5 ms of client and proxy CPU per request), 50 MB/s per connection (S3: 85-90
+    # MB/s), 200 MB/s in all (a 1.6 Gb/s NIC; about a third of the proxy's 562-654 MB/s), 150 GET/s per prefix (S3:
+    # 5,500; a per-object loader trips it, a sharded one does not). Measured against r = S / (L + S/B) and
+    # min(N r, 200 MB/s) with boto3 threads (same box, settings and runs as above): 110 KB objects 0.95-0.96 /
+    # 0.94 / 0.91-0.92 of the model at N = 1 / 4 / 16 (18.2-18.4 / 72.1-72.4 / 278-281 obj/s; model 19.2 / 76.6 /
+    # 306.5); 4 MiB bodies 0.96 / 0.90-0.93 / 0.78-0.88 (30.1-30.2 / 112-117 / 156-175 MB/s; model 31.3 / 125 /
+    # 200: at 16 in flight the client's and the proxy's CPU start to show).
     "region": NetworkProfile("region", latency_s=0.050, jitter_s=0.005, connection_bytes_per_s=50e6,
                              total_bytes_per_s=200e6, prefix_gets_per_s=150.0),
     # region with faults: 5 % of requests answered 503 SlowDown, 3 % of bodies cut (the research's fault run).
@@ -219,6 +221,7 @@ class Network:
         self._control("PUT", "profile", asdict(resolve_profile(profile)))
 
     def profile(self) -> NetworkProfile:
+        """The profile in use."""
         return NetworkProfile(**self._control("GET", "profile"))
 
     def _control(self, method: str, what: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -283,11 +286,12 @@ def _error_tail(errors: Any) -> str:
 
 
 def _stop(process: subprocess.Popen) -> None:
-    for stream in (process.stdin, process.stdout):
-        try:
-            stream.close()
-        except OSError:
-            pass
+    """Close its standard input (it stops on that alone), terminate, wait, kill; then close its output (after its
+    end: a thread may still be reading it)."""
+    try:
+        process.stdin.close()
+    except OSError:
+        pass
     if process.poll() is None:
         process.terminate()
         try:
@@ -295,6 +299,7 @@ def _stop(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(STOP_TIMEOUT_S)
+    process.stdout.close()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -502,6 +507,9 @@ class Proxy:
                 await self.send_body(request, upstream, answer, target, profile, drop_at)
             except ConnectionError:   # the client went away: nothing to answer
                 pass
+            except (aiohttp.ClientError, asyncio.TimeoutError):   # the server's body broke off: so does ours
+                self.counters["errors"] += 1
+                end_stream(request)
             return answer
 
     async def send_body(self, request: Any, upstream: Any, answer: Any, target: Target, profile: NetworkProfile,
@@ -528,7 +536,7 @@ class Proxy:
             self.count_bytes_sent(target, len(chunk))
             if drop_at is not None and sent >= drop_at:
                 self.counters["drops"] += 1
-                request.transport.close()   # what is buffered still goes out, then end of stream
+                end_stream(request)
                 return
         await answer.write_eof()
 
@@ -591,6 +599,12 @@ def sign_again(method: str, url: str, headers: list[tuple[str, str]], credential
     return list(signed.headers.items())
 
 
+def end_stream(request: Any) -> None:
+    """Close the client's connection mid-body: what is buffered still goes out, then end of stream (not a reset)."""
+    if request.transport is not None:
+        request.transport.close()
+
+
 async def counted(content: Any, counters: dict[str, int]) -> Any:
     """A request body streamed to the server, counted."""
     async for chunk in content.iter_any():
@@ -639,6 +653,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="loopback", help=f"one of {sorted(PROFILES)}, or a profile as JSON")
     parser.add_argument("--port", type=int, default=0, help="0: a free port (printed)")
     args = parser.parse_args(argv)
+    address = urlsplit(args.upstream)
+    if address.scheme not in ("http", "https") or not address.hostname or address.path not in ("", "/"):
+        parser.error(f"--upstream {args.upstream!r} is not a server's URL (http://127.0.0.1:PORT)")
     profile = (NetworkProfile(**json.loads(args.profile)) if args.profile.lstrip().startswith("{")
                else resolve_profile(args.profile))
     asyncio.run(serve(args.upstream, profile, args.port))
