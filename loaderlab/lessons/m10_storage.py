@@ -340,7 +340,7 @@ S3_STANDARD = Prices(
     get_per_1000=0.0004, list_per_1000=0.005, put_per_1000=0.005,
     source=("S3 Standard, US East (N. Virginia): GET $0.0004 and PUT, COPY, POST, LIST $0.005 per 1,000 requests, "
             "aws.amazon.com/s3/pricing as read on 2026-11-28 (through the c3x.dev summary 's3-request-fees-explained'); "
-            "data moved between S3 and EC2 in the same Region is not charged"))
+            "the S3 FAQ: no data transfer charge between EC2 and S3 in the same Region"))
 
 
 # ---- the job on paper ----------------------------------------------------------------------------------------------
