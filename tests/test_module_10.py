@@ -266,6 +266,26 @@ def test_read_index_reads_the_split_the_bucket_layout_writes(served) -> None:
     assert split.shard_keys == ("shards/val/shard-00000.tar",)
 
 
+def test_the_lab_stops_its_proxy_and_removes_its_work_folder_on_close(monkeypatch) -> None:
+    """What notebook 10's first cell starts, its last cell stops (and the interpreter's exit, through atexit)."""
+    import urllib.error
+    import urllib.request
+
+    registered = []
+    monkeypatch.setattr(m10.atexit, "register", registered.append)
+    lab = m10.start_lab("ci", "loopback")
+    try:
+        assert registered == [lab.close] and lab.work.is_dir()
+        assert lab.network.stats().requests == 0
+        assert m10.read_index(lab.client(), lab.bucket, "train").samples
+    finally:
+        lab.close()
+    assert not lab.work.exists()
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(f"{lab.network.url}/__netem/stats", timeout=5)
+    lab.close()  # a second close (the atexit one, after the last cell's) does nothing
+
+
 # ---- notebook 10 and quiz 10 -----------------------------------------------------------------------------------------
 
 def test_notebook_10_starts_and_stops_its_storage_and_ends_with_exercise_14_and_the_quiz() -> None:
