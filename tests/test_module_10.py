@@ -266,11 +266,14 @@ def test_read_index_reads_the_split_the_bucket_layout_writes(served) -> None:
     assert split.shard_keys == ("shards/val/shard-00000.tar",)
 
 
-def test_the_lab_stops_its_proxy_and_removes_its_work_folder_on_close(monkeypatch) -> None:
-    """What notebook 10's first cell starts, its last cell stops (and the interpreter's exit, through atexit)."""
+def test_the_lab_stops_its_proxy_and_removes_its_work_folder_on_close(served, monkeypatch) -> None:
+    """What notebook 10's first cell starts, its last cell stops (and the interpreter's exit, through atexit). The
+    server is the run's, announced as `make storage` or the test session announces it (one server per data folder)."""
     import urllib.error
     import urllib.request
 
+    for name, value in served[0].env().items():
+        monkeypatch.setenv(name, value)
     registered = []
     monkeypatch.setattr(m10.atexit, "register", registered.append)
     lab = m10.start_lab("ci", "loopback")
