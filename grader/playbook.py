@@ -73,6 +73,13 @@ LESSONS: dict[tuple[str, str], str] = {
     ("ex10_gpu_decode", "device_decode_beats_cpu_workers"):
         "Decoding on the GPU ran {ratio} as fast as decoding in CPU workers: where CPU cores are few, decode on the "
         "device.",
+    ("ex14_remote_shards", "shards_beat_objects"):
+        "Every request to object storage waits its first-byte latency: under the emulated `region` network, {name} "
+        "ran {ratio} as fast as {baseline_name}, one GET per object. Store small samples in shards and stream them.",
+    ("ex14_remote_shards", "in_flight_reaches_the_model"):
+        "Throughput from object storage comes from requests in flight: {name} ran {ratio} as fast as {baseline_name} "
+        "under the emulated `region` network. Keep enough requests open to cover the bandwidth-delay product, within "
+        "what your CPU can issue.",
 }
 GENERIC_LESSON = "{name} ran {ratio} as fast as {baseline_name}, on {cores}."
 WORKERS = re.compile(r"(\d+) workers?\b")

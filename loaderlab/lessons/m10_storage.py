@@ -1,0 +1,423 @@
+"""What notebook 10 measures: one request's time and N in flight against the model, LIST against an index, range
+reads with neighbours coalesced, a shard cache against a least-recently-used simulation, and the price of an epoch.
+
+The model (one request of S bytes, first-byte latency L, B bytes/s per connection): it takes L + S/B seconds, so one
+connection carries r = S / (L + S/B) bytes/s; N requests in flight carry min(N r, the total bandwidth, what the client's
+CPU can issue, the prefixes' request rate x S). Every function here that touches the server takes a boto3 client made
+by `loaderlab.storage.server.Endpoint.client` and a bucket, so the notebook can point it at the server or the proxy.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import random
+import shutil
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loaderlab.storage.bucket import RemoteSample
+
+LIST_PAGE_KEYS = 1000  # the most keys one ListObjectsV2 answer holds (S3 API reference: "up to 1,000")
+REQUEST_TIMEOUT_S = 30  # a request that sends nothing for this long is an error, not a hang
+
+
+# ---- the model -------------------------------------------------------------------------------------------------
+
+def request_seconds(size_bytes: float, latency_s: float, connection_bytes_per_s: float | None) -> float:
+    """One request's time: the first-byte latency, then the body at the connection's bandwidth (none: no wait)."""
+    return latency_s + (size_bytes / connection_bytes_per_s if connection_bytes_per_s else 0.0)
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """What limits N requests in flight, besides N itself (None: no such limit)."""
+
+    latency_s: float
+    connection_bytes_per_s: float | None
+    total_bytes_per_s: float | None = None
+    prefix_gets_per_s: float | None = None
+    prefixes: int = 1
+    client_gets_per_s: float | None = None
+
+
+
+def ceilings_of(profile: Any, prefixes: int = 1, client_gets_per_s: float | None = None) -> Ceilings:
+    """The model's limits for a `loaderlab.storage.netem.NetworkProfile`, keys spread over `prefixes` prefixes,
+    and a client that issues at most `client_gets_per_s` requests/s (None: not measured)."""
+    return Ceilings(profile.latency_s, profile.connection_bytes_per_s, profile.total_bytes_per_s,
+                    profile.prefix_gets_per_s, prefixes, client_gets_per_s)
+
+def in_flight_model(in_flight: int, size_bytes: float, ceilings: Ceilings) -> tuple[float, str]:
+    """Requests/s that `in_flight` requests of `size_bytes` can reach, and the name of the limit that sets it:
+    min(N r / S, total bandwidth / S, the client's requests/s, prefixes x the prefix's requests/s)."""
+    limits = {f"{in_flight} in flight": in_flight / request_seconds(size_bytes, ceilings.latency_s,
+                                                                  ceilings.connection_bytes_per_s)}
+    if ceilings.total_bytes_per_s:
+        limits["total bandwidth"] = ceilings.total_bytes_per_s / size_bytes
+    if ceilings.client_gets_per_s:
+        limits["client CPU"] = ceilings.client_gets_per_s
+    if ceilings.prefix_gets_per_s:
+        limits[f"{ceilings.prefixes} prefix(es)"] = ceilings.prefixes * ceilings.prefix_gets_per_s
+    name = min(limits, key=limits.__getitem__)
+    return limits[name], name
+
+
+def bandwidth_delay_in_flight(size_bytes: float, ceilings: Ceilings) -> float:
+    """The requests in flight that fill the total bandwidth: the bandwidth-delay product in requests,
+    total bandwidth x one request's time / S (infinite without a total cap)."""
+    if not ceilings.total_bytes_per_s:
+        return math.inf
+    return ceilings.total_bytes_per_s * request_seconds(size_bytes, ceilings.latency_s,
+                                                         ceilings.connection_bytes_per_s) / size_bytes
+
+
+
+def batch_model_seconds(sizes: Sequence[float], in_flight: int, ceilings: Ceilings) -> float:
+    """The model's time for GETs of `sizes` bytes, `in_flight` at a time: at least the longest request, the
+    requests' total time shared by the connections, and the bytes over the total bandwidth."""
+    times = [request_seconds(size, ceilings.latency_s, ceilings.connection_bytes_per_s) for size in sizes]
+    floor = sum(sizes) / ceilings.total_bytes_per_s if ceilings.total_bytes_per_s else 0.0
+    return max(max(times), sum(times) / in_flight, floor)
+
+# ---- requests --------------------------------------------------------------------------------------------------
+
+class NotPartialContent(RuntimeError):
+    """A ranged GET answered with something other than 206 Partial Content and the range asked for."""
+
+
+@dataclass(frozen=True)
+class Get:
+    """One GET: a key, and a byte range [start, start + size) or None for the whole object."""
+
+    key: str
+    start: int | None = None
+    size: int | None = None
+
+
+def get_bytes(client: Any, bucket: str, get: Get) -> bytes:
+    """The bytes of one GET. A ranged GET must come back as 206 with the range asked for, and exactly that many
+    bytes: a server that ignores `Range` answers 200 with the whole object, which would be read as the sample."""
+    if get.start is None:
+        return client.get_object(Bucket=bucket, Key=get.key)["Body"].read()
+    last = get.start + get.size - 1
+    answer = client.get_object(Bucket=bucket, Key=get.key, Range=f"bytes={get.start}-{last}")
+    status = answer["ResponseMetadata"]["HTTPStatusCode"]
+    content_range = answer.get("ContentRange", "")
+    if status != 206 or not content_range.startswith(f"bytes {get.start}-{last}/"):
+        answer["Body"].close()
+        raise NotPartialContent(f"GET {bucket}/{get.key} bytes {get.start}-{last}: the server answered {status} "
+                                f"(Content-Range {content_range or 'absent'}), not 206 with that range; a server "
+                                "that ignores Range sends the whole object")
+    data = answer["Body"].read()
+    if len(data) != get.size:
+        raise NotPartialContent(f"GET {bucket}/{get.key} bytes {get.start}-{last}: {len(data)} bytes came back, "
+                                f"not {get.size}")
+    return data
+
+
+@dataclass
+class Fetched:
+    """What `fetch_all` did: the bodies in the order asked, the seconds it took, requests and bytes."""
+
+    bodies: list[bytes]
+    seconds: float
+
+    @property
+    def requests(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def bytes(self) -> int:
+        return sum(map(len, self.bodies))
+
+    @property
+    def per_s(self) -> float:
+        return self.requests / self.seconds
+
+
+def fetch_all(client: Any, bucket: str, gets: Sequence[Get], in_flight: int) -> Fetched:
+    """Every GET of `gets`, at most `in_flight` at a time (a thread each; the client's pool must hold that many
+    connections), bodies in the order of `gets`."""
+    start = time.perf_counter()
+    if in_flight == 1:
+        bodies = [get_bytes(client, bucket, get) for get in gets]
+    else:
+        with ThreadPoolExecutor(in_flight) as pool:
+            bodies = list(pool.map(lambda get: get_bytes(client, bucket, get), gets, timeout=REQUEST_TIMEOUT_S * 4))
+    return Fetched(bodies, time.perf_counter() - start)
+
+
+def client_cpu_per_get(client: Any, bucket: str, gets: Sequence[Get], in_flight: int) -> tuple[Fetched, float]:
+    """`fetch_all`, and the CPU seconds this process spent per request meanwhile (boto3's own cost: signing,
+    parsing, copying; the server and the proxy run in other processes)."""
+    cpu = time.process_time()
+    fetched = fetch_all(client, bucket, gets, in_flight)
+    return fetched, (time.process_time() - cpu) / fetched.requests
+
+
+# ---- LIST against an index ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Listing:
+    sizes: dict[str, int]  # key -> bytes, in the order listed
+    pages: int
+    seconds: float
+
+
+def list_keys(client: Any, bucket: str, prefix: str, page_keys: int = LIST_PAGE_KEYS,
+              max_pages: int | None = None) -> Listing:
+    """Every key under `prefix` with its size, page after page (each page needs the previous one's continuation
+    token, so pages cannot be fetched in parallel); with `max_pages`, only the keys of that many pages."""
+    sizes, pages, token = {}, 0, None
+    start = time.perf_counter()
+    while True:
+        asked = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": page_keys}
+        answer = client.list_objects_v2(**asked, **({"ContinuationToken": token} if token else {}))
+        pages += 1
+        sizes.update((item["Key"], int(item["Size"])) for item in answer.get("Contents", []))
+        token = answer.get("NextContinuationToken")
+        if not answer.get("IsTruncated") or pages == max_pages:
+            return Listing(sizes, pages, time.perf_counter() - start)
+
+
+def read_index(client: Any, bucket: str, split: str) -> Any:
+    """The split's shard index, read with one GET (no LIST), as a `loaderlab.storage.bucket.RemoteSplit`: every
+    sample's key, label, object key, shard key, and offset and size in its shard."""
+    from loaderlab.storage.bucket import index_key, remote_split
+
+    return remote_split(split, json.loads(get_bytes(client, bucket, Get(index_key(split)))))
+
+
+# ---- range reads, neighbours coalesced ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Span:
+    """One ranged GET covering one or more wanted samples of one shard: [start, end) and the samples inside."""
+
+    shard: str
+    start: int
+    end: int
+    members: tuple[RemoteSample, ...]
+
+    @property
+    def wanted_bytes(self) -> int:
+        return sum(m.size for m in self.members)
+
+
+def coalesce(wanted: Iterable[RemoteSample], max_gap: int) -> list[Span]:
+    """Group the wanted samples into ranged GETs: within a shard, in offset order, a sample joins the current span
+    when the bytes between them are at most `max_gap` (those bytes are fetched and thrown away)."""
+    spans: list[Span] = []
+    for entry in sorted(wanted, key=lambda e: (e.shard_key, e.offset)):
+        last = spans[-1] if spans else None
+        if last and last.shard == entry.shard_key and entry.offset - last.end <= max_gap:
+            spans[-1] = Span(last.shard, last.start, max(last.end, entry.offset + entry.size),
+                             last.members + (entry,))
+        else:
+            spans.append(Span(entry.shard_key, entry.offset, entry.offset + entry.size, (entry,)))
+    return spans
+
+
+@dataclass(frozen=True)
+class RangeRead:
+    samples: dict[str, bytes]  # key -> the sample's bytes
+    requests: int
+    fetched_bytes: int
+    wanted_bytes: int
+    seconds: float
+
+    @property
+    def over_fetch(self) -> float:
+        """Bytes fetched beyond the wanted ones, as a share of the wanted ones."""
+        return self.fetched_bytes / self.wanted_bytes - 1
+
+
+def read_by_ranges(client: Any, bucket: str, wanted: Sequence[RemoteSample], max_gap: int,
+                   in_flight: int) -> RangeRead:
+    """The wanted samples' bytes, by ranged GETs of coalesced spans (`coalesce`), `in_flight` at a time."""
+    spans = coalesce(wanted, max_gap)
+    fetched = fetch_all(client, bucket, [Get(s.shard, s.start, s.end - s.start) for s in spans], in_flight)
+    samples = {m.key: body[m.offset - span.start:m.offset - span.start + m.size]
+               for span, body in zip(spans, fetched.bodies) for m in span.members}
+    return RangeRead(samples, len(spans), fetched.bytes, sum(s.wanted_bytes for s in spans), fetched.seconds)
+
+
+# ---- a local shard cache and its simulation -------------------------------------------------------------------------
+
+class ShardCache:
+    """Whole shards kept in a local folder within `budget_bytes`, the least recently used evicted first.
+
+    `path(shard)` returns the shard's local file, fetching it with `fetch(shard)` on a miss after evicting until
+    it fits; the folder never holds more than the budget. A shard larger than the whole budget is refused.
+    """
+
+    def __init__(self, folder: Path, budget_bytes: int, fetch: Callable[[str], bytes]) -> None:
+        self.folder, self.budget_bytes, self.fetch = Path(folder), budget_bytes, fetch
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._sizes: OrderedDict[str, int] = OrderedDict()  # shard -> bytes, least recently used first
+        self.hits = self.misses = 0
+
+    def _file(self, shard: str) -> Path:
+        return self.folder / shard.replace("/", "__")
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(self._sizes.values())
+
+    def path(self, shard: str) -> Path:
+        if shard in self._sizes:
+            self.hits += 1
+            self._sizes.move_to_end(shard)
+            return self._file(shard)
+        self.misses += 1
+        data = self.fetch(shard)
+        if len(data) > self.budget_bytes:
+            raise ValueError(f"shard {shard} is {len(data)} bytes, more than the cache's whole budget "
+                             f"({self.budget_bytes} bytes)")
+        while self.held_bytes + len(data) > self.budget_bytes:
+            evicted, _ = self._sizes.popitem(last=False)
+            self._file(evicted).unlink()
+        self._file(shard).write_bytes(data)
+        self._sizes[shard] = len(data)
+        return self._file(shard)
+
+
+def simulate_lru(accesses: Sequence[str], sizes: dict[str, int], budget_bytes: int) -> list[bool]:
+    """For each access in order, whether a least-recently-used cache of `budget_bytes` holding whole items of
+    `sizes` would have had it (no file, no fetch: the same rule as `ShardCache`, on paper)."""
+    held: OrderedDict[str, int] = OrderedDict()
+    hits = []
+    for item in accesses:
+        hits.append(item in held)
+        if item in held:
+            held.move_to_end(item)
+            continue
+        while held and sum(held.values()) + sizes[item] > budget_bytes:
+            held.popitem(last=False)
+        held[item] = sizes[item]
+    return hits
+
+
+def shard_order(shards: Sequence[str], epochs: int, how: str, seed: int = 0) -> list[list[str]]:
+    """Each epoch's shard order: "same" (written order every epoch), "alternate" (written, then reversed, ...),
+    or "shuffled" (a new permutation per epoch, drawn from (seed, epoch))."""
+    if how == "same":
+        return [list(shards) for _ in range(epochs)]
+    if how == "alternate":
+        return [list(shards) if epoch % 2 == 0 else list(reversed(shards)) for epoch in range(epochs)]
+    if how == "shuffled":
+        return [random.Random(seed * 1_000_003 + epoch).sample(list(shards), len(shards)) for epoch in range(epochs)]
+    raise ValueError(f"how must be 'same', 'alternate' or 'shuffled', not {how!r}")
+
+
+# ---- prices ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Prices:
+    """Request prices per 1,000 requests, with where and when they were read."""
+
+    get_per_1000: float
+    list_per_1000: float
+    put_per_1000: float
+    source: str
+
+    def requests(self, gets: float = 0, lists: float = 0, puts: float = 0) -> float:
+        """Dollars for these request counts."""
+        return (gets * self.get_per_1000 + lists * self.list_per_1000 + puts * self.put_per_1000) / 1000
+
+
+S3_STANDARD = Prices(
+    get_per_1000=0.0004, list_per_1000=0.005, put_per_1000=0.005,
+    source=("S3 Standard, US East (N. Virginia): GET $0.0004 and PUT, COPY, POST, LIST $0.005 per 1,000 requests, "
+            "aws.amazon.com/s3/pricing as read on 2026-11-28 (through the c3x.dev summary 's3-request-fees-explained'); "
+            "the S3 FAQ: no data transfer charge between EC2 and S3 in the same Region"))
+
+
+# ---- the job on paper ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PaperJob:
+    """A real job's loading, computed from the model (not measured): one row per way of storing the samples."""
+
+    images_per_s: float
+    image_bytes: float
+    dataset_images: int
+    latency_s: float
+    connection_bytes_per_s: float
+    prefix_gets_per_s: float
+    prices: Prices = S3_STANDARD
+
+    def row(self, object_bytes: float) -> dict[str, float]:
+        """Requests of `object_bytes` each (one image, or a shard): bytes/s, GET/s, connections, prefixes,
+        dollars of GETs per epoch."""
+        bytes_per_s = self.images_per_s * self.image_bytes
+        gets_per_s = bytes_per_s / object_bytes
+        per_connection = object_bytes / request_seconds(object_bytes, self.latency_s, self.connection_bytes_per_s)
+        gets_per_epoch = self.dataset_images * self.image_bytes / object_bytes
+        return {"bytes_per_s": bytes_per_s, "gets_per_s": gets_per_s,
+                "connections": bytes_per_s / per_connection, "prefixes": gets_per_s / self.prefix_gets_per_s,
+                "gets_per_epoch": gets_per_epoch, "dollars_per_epoch": self.prices.requests(gets=gets_per_epoch)}
+
+
+# ---- the notebook's server, proxy and data -----------------------------------------------------------------------
+
+@dataclass
+class StorageLab:
+    """The notebook's S3 server (or the one of this run), its data, and the emulating proxy in front of it.
+
+    `close()` stops what was started here (also at interpreter exit), and removes the local work folder.
+    """
+
+    endpoint: Any   # loaderlab.storage.server.Endpoint, the server itself
+    remote: Any     # loaderlab.storage.bucket.RemoteDataset
+    network: Any    # loaderlab.storage.netem.Network, the proxy
+    work: Path      # a local folder for this notebook's files (the shard cache)
+    _stack: ExitStack = field(repr=False)
+
+    @property
+    def bucket(self) -> str:
+        return self.remote.bucket
+
+    def client(self, in_flight: int = 1, through_proxy: bool = True, **config: Any) -> Any:
+        """A boto3 client with a pool of `in_flight` connections, through the proxy unless told otherwise, with
+        botocore's standard retries (3 attempts) and timeouts."""
+        endpoint = self.endpoint.through(self.network.url) if through_proxy else self.endpoint
+        options = {"max_pool_connections": max(10, in_flight), "retries": {"mode": "standard", "max_attempts": 3},
+                   "connect_timeout": REQUEST_TIMEOUT_S, "read_timeout": REQUEST_TIMEOUT_S}
+        return endpoint.client(**(options | config))
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def start_lab(profile: str, network_profile: str = "loopback") -> StorageLab:
+    """Start (or join) the S3 server, upload the `profile` dataset unless it is there, start the proxy with
+    `network_profile`, and make a work folder; all of it stopped by `StorageLab.close()` or at interpreter exit."""
+    from loaderlab.storage.bucket import upload_dataset
+    from loaderlab.storage.netem import emulated_network
+    from loaderlab.storage.server import shared_server
+
+    stack = ExitStack()
+    try:
+        endpoint = stack.enter_context(shared_server())
+        remote = upload_dataset(endpoint, profile)
+        network = stack.enter_context(emulated_network(endpoint, network_profile))
+        work = Path(tempfile.mkdtemp(prefix="loaderlab-10-"))
+        stack.callback(shutil.rmtree, work, ignore_errors=True)
+    except BaseException:
+        stack.close()
+        raise
+    lab = StorageLab(endpoint, remote, network, work, stack)
+    atexit.register(lab.close)
+    return lab
+

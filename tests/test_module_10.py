@@ -1,0 +1,309 @@
+"""loaderlab.lessons.m10_storage, what notebook 10 measures with it, the claims its text makes about the pinned
+clients, the notebook's shape and quiz 10."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import random
+import re
+import uuid
+from dataclasses import replace
+
+import pytest
+
+from grader import quiz
+from loaderlab.lessons import m10_storage as m10
+from loaderlab.lessons.m10_storage import Ceilings, Get
+from loaderlab.paths import REPO_ROOT
+from loaderlab.storage.bucket import RemoteSample
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "10_object_storage.ipynb"
+
+
+# ---- the model ----------------------------------------------------------------------------------------------------
+
+def test_one_request_is_the_latency_then_the_body_at_the_connections_bandwidth() -> None:
+    assert m10.request_seconds(1e6, 0.05, 50e6) == pytest.approx(0.07)
+    assert m10.request_seconds(1e6, 0.05, None) == 0.05
+
+
+def test_in_flight_model_takes_the_least_limit_and_names_it() -> None:
+    ceilings = Ceilings(latency_s=0.05, connection_bytes_per_s=50e6, total_bytes_per_s=200e6, prefix_gets_per_s=150,
+                        prefixes=4, client_gets_per_s=500)
+    per_request = m10.request_seconds(100e3, 0.05, 50e6)
+    assert m10.in_flight_model(1, 100e3, ceilings) == (pytest.approx(1 / per_request), "1 in flight")
+    assert m10.in_flight_model(64, 100e3, ceilings) == (500, "client CPU")
+    assert m10.in_flight_model(64, 100e3, replace(ceilings, client_gets_per_s=None)) == (600, "4 prefix(es)")
+    assert m10.in_flight_model(64, 4e6, ceilings) == (pytest.approx(50), "total bandwidth")
+    assert m10.in_flight_model(10**6, 100e3, Ceilings(0.05, None))[1] == f"{10**6} in flight"
+
+
+def test_the_bandwidth_delay_product_is_the_in_flight_count_that_fills_the_total_bandwidth() -> None:
+    ceilings = Ceilings(latency_s=0.05, connection_bytes_per_s=50e6, total_bytes_per_s=200e6)
+    n = m10.bandwidth_delay_in_flight(100e3, ceilings)
+    assert n == pytest.approx(200e6 * 0.052 / 100e3)
+    unbounded = replace(ceilings, total_bytes_per_s=None)
+    assert m10.bandwidth_delay_in_flight(100e3, unbounded) == float("inf")
+    assert m10.in_flight_model(round(n), 100e3, unbounded)[0] == pytest.approx(200e6 / 100e3, rel=0.01)
+
+
+def test_batch_model_is_bounded_by_the_longest_request_the_shared_time_and_the_total_bandwidth() -> None:
+    ceilings = Ceilings(latency_s=0.05, connection_bytes_per_s=50e6, total_bytes_per_s=100e6)
+    assert m10.batch_model_seconds([1e6] * 8, 8, ceilings) == pytest.approx(0.08)        # 8 bytes / total
+    assert m10.batch_model_seconds([1e6] * 8, 2, ceilings) == pytest.approx(4 * 0.07)    # 4 rounds
+    assert m10.batch_model_seconds([10e6, 1e3], 8, ceilings) == pytest.approx(0.25)       # the longest
+
+
+# ---- coalescing ---------------------------------------------------------------------------------------------------
+
+def entry(shard: str, offset: int, size: int = 100) -> RemoteSample:
+    return RemoteSample(f"{shard}-{offset}", 0, f"images-0/{shard}-{offset}.jpg", shard, offset, size)
+
+
+def test_coalesce_merges_neighbours_within_the_gap_and_never_across_shards() -> None:
+    wanted = [entry("b", 0), entry("a", 1000), entry("a", 0), entry("a", 150), entry("b", 120)]
+    assert [(s.shard, s.start, s.end, len(s.members)) for s in m10.coalesce(wanted, 0)] == [
+        ("a", 0, 100, 1), ("a", 150, 250, 1), ("a", 1000, 1100, 1), ("b", 0, 100, 1), ("b", 120, 220, 1)]
+    assert [(s.shard, s.start, s.end) for s in m10.coalesce(wanted, 50)] == [
+        ("a", 0, 250), ("a", 1000, 1100), ("b", 0, 220)]
+    assert [(s.shard, s.start, s.end) for s in m10.coalesce(wanted, 10**6)] == [("a", 0, 1100), ("b", 0, 220)]
+    merged = m10.coalesce(wanted, 10**6)
+    assert sorted(m.key for s in merged for m in s.members) == sorted(e.key for e in wanted)
+    assert all(s.start <= m.offset and m.offset + m.size <= s.end for s in merged for m in s.members)
+
+
+# ---- the cache and its simulation -----------------------------------------------------------------------------------
+
+def test_shard_cache_matches_the_simulation_and_never_holds_more_than_its_budget(tmp_path) -> None:
+    rng = random.Random(3)
+    sizes = {f"shards/s{i}.tar": rng.randint(1000, 5000) for i in range(9)}
+    accesses = [rng.choice(list(sizes)) for _ in range(200)]
+    fetched: list[str] = []
+    budget = 12_000
+    cache = m10.ShardCache(tmp_path / "cache", budget, lambda shard: fetched.append(shard) or b"x" * sizes[shard])
+    hits = []
+    for shard in accesses:
+        before = cache.hits
+        path = cache.path(shard)
+        hits.append(cache.hits > before)
+        assert path.stat().st_size == sizes[shard]
+        assert sum(p.stat().st_size for p in cache.folder.iterdir()) <= budget
+    assert hits == m10.simulate_lru(accesses, sizes, budget)
+    assert len(fetched) == cache.misses == hits.count(False)
+    with pytest.raises(ValueError, match="more than the cache's whole budget"):
+        m10.ShardCache(tmp_path / "small", 10, lambda shard: b"x" * 11).path("big")
+
+
+def test_least_recently_used_never_hits_a_repeated_order_larger_than_its_budget() -> None:
+    shards = [f"s{i}" for i in range(8)]
+    sizes = dict.fromkeys(shards, 1)
+    epochs = m10.shard_order(shards, 2, "same")
+    assert sum(m10.simulate_lru(epochs[0] + epochs[1], sizes, 4)[8:]) == 0
+    alternate = m10.shard_order(shards, 2, "alternate")
+    assert sum(m10.simulate_lru(alternate[0] + alternate[1], sizes, 4)[8:]) == 4
+    assert sum(m10.simulate_lru(epochs[0] + epochs[1], sizes, 8)[8:]) == 8
+
+
+def test_shard_orders_are_permutations_drawn_from_seed_and_epoch() -> None:
+    shards = [f"s{i}" for i in range(10)]
+    shuffled = m10.shard_order(shards, 3, "shuffled", seed=1)
+    assert all(sorted(epoch) == shards for epoch in shuffled) and len({tuple(e) for e in shuffled}) == 3
+    assert m10.shard_order(shards, 3, "shuffled", seed=1) == shuffled
+    assert m10.shard_order(shards, 2, "alternate")[1] == shards[::-1]
+    with pytest.raises(ValueError, match="how must be"):
+        m10.shard_order(shards, 2, "random")
+
+
+# ---- prices and the job on paper -----------------------------------------------------------------------------------
+
+def test_s3_standard_prices_a_list_at_12_5_gets_and_names_its_source_and_date() -> None:
+    assert m10.S3_STANDARD.requests(gets=1000) == pytest.approx(0.0004)
+    assert m10.S3_STANDARD.list_per_1000 / m10.S3_STANDARD.get_per_1000 == pytest.approx(12.5)
+    assert "aws.amazon.com/s3/pricing" in m10.S3_STANDARD.source and re.search(r"\d{4}-\d\d-\d\d", m10.S3_STANDARD.source)
+
+
+def test_the_paper_job_needs_a_get_per_image_or_a_few_per_shard() -> None:
+    job = m10.PaperJob(images_per_s=24_000, image_bytes=110e3, dataset_images=1_281_167, latency_s=0.03,
+                       connection_bytes_per_s=90e6, prefix_gets_per_s=5_500)
+    per_image, per_shard = job.row(110e3), job.row(64e6)
+    assert per_image["gets_per_s"] == pytest.approx(24_000) and per_image["prefixes"] == pytest.approx(4.36, abs=0.01)
+    assert per_image["connections"] == pytest.approx(24_000 * (0.03 + 110e3 / 90e6))
+    assert per_image["dollars_per_epoch"] == pytest.approx(1_281_167 * 0.0004 / 1000)
+    assert per_shard["gets_per_s"] == pytest.approx(2.64e9 / 64e6) and per_shard["connections"] < 35
+
+
+# ---- what the notebook says about the pinned clients ----------------------------------------------------------------
+
+def test_botocore_addresses_an_endpoint_given_by_ip_path_style_unasked() -> None:
+    """Notebook 10, section 8: MosaicML Streaming's downloader passes only endpoint_url; path style follows anyway."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url="http://127.0.0.1:9", aws_access_key_id="a", aws_secret_access_key="b",
+                          region_name="us-east-1")
+    seen = {}
+
+    class Sent(Exception):
+        pass
+
+    def capture(request, **_):
+        seen["url"] = request.url
+        raise Sent
+
+    client.meta.events.register("before-send.s3.GetObject", capture)
+    with pytest.raises(Sent):
+        client.get_object(Bucket="a-bucket", Key="a/key")
+    assert seen["url"] == "http://127.0.0.1:9/a-bucket/a/key"
+
+
+def test_obstore_coalesces_ranges_under_one_mib_and_refuses_non_partial_answers_by_its_documentation() -> None:
+    stub = (importlib.resources.files("obstore") / "_get.pyi").read_text()
+    assert "coalesce: int = 1024 * 1024" in stub and "maximum of 10" in stub
+    aws = (importlib.resources.files("obstore") / "_store" / "_aws.pyi").read_text()
+    assert re.search(r"`False` \(default\):\s+Path style request is used", aws)
+
+
+# ---- against the real server ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def served():
+    """The run's S3 server (or one of its own), a bucket of three objects, and the proxy in front of it."""
+    from loaderlab.storage.netem import emulated_network
+    from loaderlab.storage.server import shared_server
+
+    with shared_server() as endpoint:
+        bucket = f"test-m10-{uuid.uuid4().hex[:8]}"
+        client = endpoint.client()
+        client.create_bucket(Bucket=bucket)
+        bodies = {f"p{i}/object-{i}": bytes(range(256)) * (40 * (i + 1)) for i in range(3)}
+        for key, body in bodies.items():
+            client.put_object(Bucket=bucket, Key=key, Body=body)
+        try:
+            with emulated_network(endpoint) as network:
+                yield endpoint, network, bucket, bodies
+        finally:
+            for key in bodies:
+                client.delete_object(Bucket=bucket, Key=key)
+            client.delete_bucket(Bucket=bucket)
+
+
+def test_fetch_all_keeps_the_order_asked_and_ranges_come_back_exact(served) -> None:
+    endpoint, network, bucket, bodies = served
+    client = endpoint.through(network.url).client(max_pool_connections=4)
+    keys = list(bodies)[::-1]
+    fetched = m10.fetch_all(client, bucket, [Get(k) for k in keys] + [Get(keys[0], 100, 50)], 4)
+    assert fetched.bodies == [bodies[k] for k in keys] + [bodies[keys[0]][100:150]]
+
+
+def test_a_ranged_get_answered_200_is_refused_loudly(served) -> None:
+    endpoint, network, bucket, bodies = served
+    client = endpoint.through(network.url).client()
+    key = next(iter(bodies))
+    from loaderlab.storage.netem import PROFILES
+
+    network.use(replace(PROFILES["loopback"], ignore_range=True))
+    try:
+        with pytest.raises(m10.NotPartialContent, match="answered 200.*not 206"):
+            m10.get_bytes(client, bucket, Get(key, 10, 20))
+    finally:
+        network.use("loopback")
+    assert m10.get_bytes(client, bucket, Get(key, 10, 20)) == bodies[key][10:30]
+
+
+def test_obstore_coalesces_near_ranges_into_one_get_and_refuses_a_whole_object_answer(served) -> None:
+    """Notebook 10, sections 5 and 8: obstore's get_ranges merges ranges under 1 MiB apart, and it refuses an answer
+    that is not partial (measured here through the proxy's ignore_range, not only read in its documentation)."""
+    import obstore
+    from obstore.store import S3Store
+
+    from loaderlab.storage.netem import PROFILES
+
+    endpoint, network, bucket, bodies = served
+    key = next(iter(bodies))
+    store = S3Store(bucket, endpoint=network.url, access_key_id=endpoint.access_key,
+                    secret_access_key=endpoint.secret_key, region=endpoint.region, client_options={"allow_http": True})
+    network.reset()
+    got = obstore.get_ranges(store, key, starts=[0, 100, 5000], lengths=[10, 10, 10])
+    assert [bytes(b) for b in got] == [bodies[key][s:s + 10] for s in (0, 100, 5000)]
+    assert network.stats().range_gets == 1
+    network.use(replace(PROFILES["loopback"], ignore_range=True))
+    try:
+        with pytest.raises(Exception, match="non-partial"):
+            obstore.get_range(store, key, start=10, length=5)
+    finally:
+        network.use("loopback")
+
+
+def test_list_keys_pages_and_read_by_ranges_gets_every_sample(served) -> None:
+    endpoint, network, bucket, bodies = served
+    client = endpoint.through(network.url).client()
+    network.reset()
+    listing = m10.list_keys(client, bucket, "p", page_keys=2)
+    assert listing.sizes == {k: len(v) for k, v in bodies.items()} and listing.pages == 2
+    assert network.stats().lists == 2
+    key = next(iter(bodies))
+    wanted = [RemoteSample(f"s{i}", 0, f"images-0/s{i}.jpg", key, offset, 100) for i, offset in enumerate((0, 150, 5000))]
+    read = m10.read_by_ranges(client, bucket, wanted, max_gap=100, in_flight=2)
+    assert read.requests == 2 and read.samples == {e.key: bodies[key][e.offset:e.offset + 100] for e in wanted}
+    assert read.over_fetch == pytest.approx(50 / 300)
+
+
+def test_read_index_reads_the_split_the_bucket_layout_writes(served) -> None:
+    from loaderlab.storage.bucket import index_key
+
+    endpoint, network, bucket, _ = served
+    client = endpoint.client()
+    document = {"shards": [{"key": "shards/val/shard-00000.tar", "bytes": 3000, "samples": 1}],
+                "samples": [{"key": "circles/x", "label": 3, "object": "images-0/val/circles/x.jpg",
+                             "shard": "shards/val/shard-00000.tar", "offset": 512, "size": 9}]}
+    client.put_object(Bucket=bucket, Key=index_key("val"), Body=json.dumps(document).encode())
+    try:
+        split = m10.read_index(client, bucket, "val")
+    finally:
+        client.delete_object(Bucket=bucket, Key=index_key("val"))
+    assert split.samples == (RemoteSample("circles/x", 3, "images-0/val/circles/x.jpg", "shards/val/shard-00000.tar",
+                                          512, 9),)
+    assert split.shard_keys == ("shards/val/shard-00000.tar",)
+
+
+def test_the_lab_stops_its_proxy_and_removes_its_work_folder_on_close(served, monkeypatch) -> None:
+    """What notebook 10's first cell starts, its last cell stops (and the interpreter's exit, through atexit). The
+    server is the run's, announced as `make storage` or the test session announces it (one server per data folder)."""
+    import urllib.error
+    import urllib.request
+
+    for name, value in served[0].env().items():
+        monkeypatch.setenv(name, value)
+    registered = []
+    monkeypatch.setattr(m10.atexit, "register", registered.append)
+    lab = m10.start_lab("ci", "loopback")
+    try:
+        assert registered == [lab.close] and lab.work.is_dir()
+        assert lab.network.stats().requests == 0
+        assert m10.read_index(lab.client(), lab.bucket, "train").samples
+    finally:
+        lab.close()
+    assert not lab.work.exists()
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(f"{lab.network.url}/__netem/stats", timeout=5)
+    lab.close()  # a second close (the atexit one, after the last cell's) does nothing
+
+
+# ---- notebook 10 and quiz 10 -----------------------------------------------------------------------------------------
+
+def test_notebook_10_starts_and_stops_its_storage_and_ends_with_exercise_14_and_the_quiz() -> None:
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    assert re.search(r"takes about .* on 2 cores", markdown[0]), "say at the top how long the notebook takes on 2 cores"
+    assert "m10.start_lab(" in code[0] and "lab.close()" in code[-1]
+    assert "ex14_remote_shards" in markdown[-1] and "grader.quiz 10" in markdown[-1]
+    paper = next(m for m in markdown if m.startswith("## 9. A real job, on paper"))
+    assert "computed, not measured" in paper
+
+
+def test_quiz_10_has_five_to_eight_questions_grounded_in_the_notebook() -> None:
+    module = quiz.load("10")
+    assert 5 <= len(module.questions) <= 8
+    assert all(quiz.grade(module, [q.answer for q in module.questions]))
+    assert all("notebook" in q.why for q in module.questions), "ground every `why` in notebook 10"
