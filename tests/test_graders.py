@@ -249,7 +249,9 @@ def test_the_timed_target_was_proved_on_this_code(key: str) -> None:
         "minutes on 2 cores) and commit the record it writes.")
     assert recorded == target_proofs.fingerprint(folder, exercise), (
         f"{key}, its exercise's grader or checks, or a course module they import changed since `make test-targets` "
-        f"last proved the timed target on it. Run `make test-targets` and commit {target_proofs.RECORD.name}.")
+        f"last proved the timed target on it. Run `make test-targets`, or this proof alone "
+        f"(`{target_proofs.RECORD_ENV}=1 LOADERLAB_PROFILE=ci pytest tests/test_graders.py -m target_proof -k "
+        f"{folder.name}`, one at a time, nothing else running), and commit {target_proofs.RECORD.name}.")
 
 
 def test_the_record_of_proofs_names_only_folders_that_exist() -> None:
