@@ -110,13 +110,15 @@ def _end_session(pid: int) -> None:
     """Kill what is left of the check's process group, multiprocessing's resource trackers last: once the others are
     gone, a tracker unlinks the named semaphores they leaked and exits by itself (killed first, it cannot)."""
     trackers = []
-    for process in psutil.process_iter(["cmdline"]):
+    for member in psutil.pids():
         try:
-            if process.pid != os.getpid() and os.getpgid(process.pid) == pid:
-                if "resource_tracker" in " ".join(process.info["cmdline"] or ()):
-                    trackers.append(process)
-                else:
-                    process.kill()
+            if member == os.getpid() or os.getpgid(member) != pid:  # a system call each: no /proc read for others
+                continue
+            process = psutil.Process(member)
+            if "resource_tracker" in " ".join(process.cmdline()):
+                trackers.append(process)
+            else:
+                process.kill()
         except (OSError, psutil.Error):
             continue
     psutil.wait_procs(trackers, timeout=TRACKER_EXIT_S)

@@ -11,8 +11,10 @@ from phases import COURSE, PHASE_SETS, Phase, run_phases  # tests/ is on sys.pat
 def test_every_phase_runs_and_is_timed_even_after_one_fails(tmp_path: Path) -> None:
     record = tmp_path / "phases.txt"
     record.write_text("")
-    failing = Phase("fails", ("tests/no_such_file.py",), "")
-    passing = Phase("passes", ("tests/test_pins.py", "--collect-only", "-q"), "")
+    for name, body in (("test_fails.py", "assert False"), ("test_passes.py", "pass")):  # outside tests/: no conftest
+        (tmp_path / name).write_text(f"def test_it():\n    {body}\n")
+    failing = Phase("fails", (str(tmp_path / "test_fails.py"), "-q"), "")
+    passing = Phase("passes", (str(tmp_path / "test_passes.py"), "-q"), "")
     assert run_phases((failing, passing), record, None, {}) == ["fails"]
     lines = record.read_text().splitlines()
     assert [line.split(" s  ")[1] for line in lines] == ["fails (one at a time)", "passes (one at a time)"], lines
