@@ -166,8 +166,9 @@ def test_obstore_coalesces_ranges_under_one_mib_and_refuses_non_partial_answers_
 # ---- against the real server ------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def served():
-    """The run's S3 server (or one of its own), a bucket of three objects, and the proxy in front of it."""
+def served(s3_server):
+    """The run's S3 server (or this session's own: the s3_server fixture), a bucket of three objects, and the proxy
+    in front of it."""
     from loaderlab.storage.netem import emulated_network
     from loaderlab.storage.server import shared_server
 

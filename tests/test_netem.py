@@ -316,9 +316,11 @@ def test_pacing_follows_the_model_per_connection_and_in_total(network: Network) 
         f"two 4 MiB answers sharing 20 MB/s took {shared:.3f} s (median of {rounds}), model {2 * size / rate:.3f} s")
 
 
+@pytest.mark.usefixtures("s3_server")
 def test_boto3_through_the_proxy_to_the_real_server() -> None:
     """SigV4 made against the proxy's address verifies upstream: put, get, ranged get, list, head; ignore_range
-    signs again with the server's keys; a wrong secret is still refused. The run's server (shared_server)."""
+    signs again with the server's keys; a wrong secret is still refused. The run's server (or this session's own:
+    the s3_server fixture, found by shared_server)."""
     import botocore.exceptions
 
     from loaderlab.storage.server import shared_server

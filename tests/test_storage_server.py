@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 import time
 import urllib.error
@@ -26,6 +27,7 @@ from loaderlab.storage import bucket, server
 from loaderlab.storage.server import Endpoint, StorageServerError, running_server, shared_server
 
 FAILS_WITHIN_S = 5.0  # "says why within seconds": these failures are found before weed starts, in milliseconds
+STOPPED_WITHIN_S = 15.0  # weed stops in 1.3-1.5 s when asked; the guardian waits up to STOP_TIMEOUT_S, then kills
 
 
 def weed_processes(data_dir: Path | None = None) -> list[psutil.Process]:
@@ -251,3 +253,33 @@ def test_an_upload_happens_once_per_dataset(endpoint: Endpoint, remote: bucket.R
     keys = {entry["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=remote.bucket)
             for entry in page.get("Contents", [])}
     assert "images-0/train/stale.jpg" not in keys and len(keys) == remote.uploaded_objects
+
+
+def test_a_killed_owner_leaves_no_server_running(tmp_path: Path) -> None:
+    """A run killed with SIGKILL (a CI time limit) cannot stop its server: the guardian between them does, when the
+    owner's end of its pipe closes."""
+    owner = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from loaderlab.storage.server import running_server\n"
+        "with running_server(Path(sys.argv[1])):\n"
+        "    print('up', flush=True)\n"
+        "    time.sleep(120)\n"), str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "up"
+        weeds = [p for p in psutil.Process(owner.pid).children(recursive=True) if "weed" in p.name()]
+        assert len(weeds) == 1
+        ports = {int(flag.split("=")[1]) for flag in weeds[0].cmdline() if ".port" in flag and "=" in flag}
+        owner.kill()
+        owner.wait(10)
+        gone, alive = psutil.wait_procs(weeds, timeout=STOPPED_WITHIN_S)
+        assert not alive, f"weed (pid {weeds[0].pid}) still runs {STOPPED_WITHIN_S:.0f} s after its owner was killed"
+        deadline = time.monotonic() + STOPPED_WITHIN_S
+        while (left := [p for p in Path("/tmp").glob("seaweedfs-*.sock") if int(p.stem.rsplit("-", 1)[1]) in ports]):
+            assert time.monotonic() < deadline, f"weed's sockets were left in /tmp: {left}"
+            time.sleep(0.1)
+    finally:
+        owner.kill()
+        for process in psutil.process_iter(["name", "cmdline"]):
+            if "weed" in (process.info["name"] or "") and f"-dir={tmp_path.resolve()}" in (process.info["cmdline"] or []):
+                process.kill()

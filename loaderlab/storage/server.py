@@ -1,7 +1,8 @@
 """A real S3 server for module 10: SeaweedFS's `weed mini`, on 127.0.0.1 only, with credentials made per start.
 
 `running_server()` starts one (its data under a folder, its log in `server.log` there), waits until a signed
-request answers, yields its `Endpoint` and stops everything it started on exit, even when the body raised.
+request answers, yields its `Endpoint` and stops everything it started on exit, even when the body raised (and,
+through a guardian process, even when this process is killed: see GUARDIAN).
 `shared_server()` reuses the server a run announces (LOADERLAB_S3_* variables, or `make storage`'s state file)
 before starting its own. A failure to start raises `StorageServerError` within seconds, saying why.
 
@@ -64,6 +65,37 @@ STOP_TIMEOUT_S = 10.0  # weed stopped in 1.3-1.5 s on the 2-core development mac
 KILL_TIMEOUT_S = 5.0
 PROBE_TIMEOUT_S = 2.0  # one readiness or liveness request
 LOG_TAIL_LINES = 15
+
+
+# Between this process and a server it owns (not `make storage`'s, which must outlive it): a small Python process that
+# runs weed and stops it when its standard input closes. This process holds the other end, so however it ends, even
+# killed with SIGKILL (a test run stopped by a time limit), the pipe closes and weed stops: nothing is left running.
+GUARDIAN = """
+import json, os, subprocess, sys, threading
+stop_timeout_s, leftovers, command = float(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3:]
+weed = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+owner_gone = threading.Event()
+def stop_when_the_owner_is_gone():
+    sys.stdin.buffer.read()  # returns at end of file: the owner closed its end, or ended
+    owner_gone.set()
+    weed.terminate()
+    try:
+        weed.wait(stop_timeout_s)
+    except subprocess.TimeoutExpired:
+        weed.kill()
+        weed.wait()
+    for path in leftovers:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+watcher = threading.Thread(target=stop_when_the_owner_is_gone, daemon=True)
+watcher.start()
+code = weed.wait()
+if owner_gone.is_set():
+    watcher.join()
+sys.exit(code)
+"""
 
 
 class StorageServerError(RuntimeError):
@@ -294,14 +326,17 @@ def start_server(data_dir: Path | None = None, timeout_s: float = 20.0, *, s3_po
     _prepare_data_dir(data_dir)
     ports = choose_ports(s3_port)
     endpoint = Endpoint(f"http://{HOST}:{ports['s3']}", "LL" + secrets.token_hex(9).upper(), secrets.token_hex(20))
-    options: dict[str, Any] = {}
+    command = server_command(binary, data_dir, ports)
+    options: dict[str, Any] = {"stdin": subprocess.PIPE}
     if detached:
         options = ({"creationflags": subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP}
                    if sys.platform == "win32" else {"start_new_session": True})
+        options["stdin"] = subprocess.DEVNULL
+    else:
+        command = [sys.executable, "-c", GUARDIAN, str(STOP_TIMEOUT_S), json.dumps(leftover_sockets(ports)), *command]
     with open(data_dir / LOG_NAME, "wb") as log:
-        process = subprocess.Popen(server_command(binary, data_dir, ports), stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, env=server_environment(endpoint), cwd=data_dir,
-                                   **options)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=server_environment(endpoint),
+                                   cwd=data_dir, **options)
     server = StartedServer(process, endpoint, ports, data_dir)
     try:
         _wait_until_answering(server, timeout_s)
@@ -355,9 +390,15 @@ def stop_server(pid: int, ports: Mapping[str, int]) -> None:
     _, alive = psutil.wait_procs(alive, timeout=KILL_TIMEOUT_S)
     if alive:
         raise StorageServerError(f"could not stop the S3 server's processes {[p.pid for p in alive]}")
-    if sys.platform != "win32":  # weed registers no Unix sockets on Windows
-        for name, port in ports.items():
-            Path(f"/tmp/seaweedfs-{name.replace('.', '-')}-{port}.sock").unlink(missing_ok=True)
+    for socket_file in leftover_sockets(ports):
+        Path(socket_file).unlink(missing_ok=True)
+
+
+def leftover_sockets(ports: Mapping[str, int]) -> list[str]:
+    """The Unix sockets weed leaves in /tmp for these ports once stopped (none on Windows, where it makes none)."""
+    if sys.platform == "win32":
+        return []
+    return [f"/tmp/seaweedfs-{name.replace('.', '-')}-{port}.sock" for name, port in ports.items()]
 
 
 @contextmanager
@@ -371,6 +412,8 @@ def running_server(data_dir: Path | None = None, timeout_s: float = 20.0, *,
     finally:
         stop_server(server.process.pid, server.ports)
         server.process.poll()  # reaped by stop_server: let Popen know
+        if server.process.stdin is not None:
+            server.process.stdin.close()  # the guardian's pipe (it has stopped with weed)
 
 
 # ---- one server per run: announced in the environment, or by `make storage` ---------------------------------------
