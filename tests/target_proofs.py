@@ -34,16 +34,15 @@ def module_file(name: str) -> Path | None:
     return None
 
 
-def imported_names(source: str) -> set[str]:
-    """Every module name an import statement of `source` names (for `from a import b`: a, and a.b if a module)."""
-    names: set[str] = set()
+def imported_modules(source: str) -> set[str]:
+    """The dotted names of every module `source` imports (`from a.b import c` gives a.b and a.b.c)."""
+    found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
 
 
 def course_sources(roots: list[Path]) -> set[Path]:
@@ -55,7 +54,7 @@ def course_sources(roots: list[Path]) -> set[Path]:
         if path in found:
             continue
         found.add(path)
-        for name in imported_names(path.read_text()):
+        for name in imported_modules(path.read_text()):
             if (file := module_file(name)) is not None and file not in found:
                 pending.append(file)
     return found

@@ -30,6 +30,7 @@ from grader.hints import all_hints, check_hints
 from grader.learner_copy import hand_out_for_testing
 from grader.results import NOT_STARTED, SKIPPED
 from loaderlab.paths import REPO_ROOT
+from target_proofs import imported_modules  # tests/ is on sys.path (its conftest is at the root of tests/)
 
 EXERCISES = [exercise.name for exercise in catalog.exercises()]
 COMPLETE_STUBS = sorted(path.stem for path in (REPO_ROOT / "tests" / "stubs").glob("ex*.toml"))  # not "not started"
@@ -117,17 +118,6 @@ def test_the_scan_reads_notebook_code_cells(tmp_path: Path) -> None:
     path = tmp_path / "07.ipynb"
     path.write_text(json.dumps(notebook))
     assert solutions_imports(code_of(path)) == ["solutions.ex04_fast_dataloader"]
-
-
-def imported_modules(source: str) -> set[str]:
-    """The dotted names of every module `source` imports (`from a.b import c` gives a.b and a.b.c)."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
 
 
 def test_exercises_answers_and_graders_use_the_library_not_a_lessons_helper() -> None:
