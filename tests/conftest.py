@@ -53,7 +53,7 @@ def headless_browser(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., 
 
 
 # The exercises whose checks read from module 10's S3 server (grader/test_<exercise>.py uses the `s3_server` fixture).
-S3_EXERCISES = ("ex14",)
+S3_EXERCISES = ("ex14", "ex15")
 
 
 @pytest.fixture(autouse=True)
