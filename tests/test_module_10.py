@@ -290,21 +290,179 @@ def test_the_lab_stops_its_proxy_and_removes_its_work_folder_on_close(served, mo
     lab.close()  # a second close (the atexit one, after the last cell's) does nothing
 
 
+# ---- part 2: when the network fails ---------------------------------------------------------------------------------
+
+def test_botocore_retries_503_and_slowdown_inside_the_call_with_the_backoff_the_notebook_quotes() -> None:
+    """Notebook 10, section 10: what standard mode retries, its waits, and why a cut body escapes it."""
+    from botocore.exceptions import HTTPClientError, ResponseStreamingError
+    from botocore.retries import standard, throttling
+
+    assert {500, 502, 503, 504} == set(standard.TransientRetryableChecker._TRANSIENT_STATUS_CODES)
+    assert "SlowDown" in standard.ThrottledRetryableChecker._THROTTLED_ERROR_CODES
+    assert standard.DEFAULT_MAX_ATTEMPTS == 3 and standard.ExponentialBackoff._MAX_BACKOFF == 20
+    assert standard.ExponentialBackoff._DEFAULT_BACKOFF_CONFIG == {"throttling_base_scale": 1,
+                                                                   "non_throttling_base_scale": 0.05}
+    assert issubclass(ResponseStreamingError, HTTPClientError)
+    assert hasattr(throttling, "CubicCalculator")  # section 12: the adaptive mode's rate
+
+
+def test_webdataset_opens_http_with_the_curl_arguments_and_splits_shards_as_the_notebook_says(monkeypatch) -> None:
+    """Notebook 10, sections 11 and 13: gopen_curl's command line, and split_by_node's shards[rank::world_size]."""
+    import importlib
+
+    gopen = importlib.import_module("webdataset.gopen")   # the module: the package exports a function of its name
+    shardlists = importlib.import_module("webdataset.shardlists")
+    seen = []
+    monkeypatch.setattr(gopen, "Pipe", lambda *args, **kwargs: seen.append(args))
+    gopen.gopen_curl("http://host/shard.tar")
+    assert seen == [(["curl", "--connect-timeout", "30", "--retry", "30", "--retry-delay", "2", "-f", "-s", "-L",
+                      "http://host/shard.tar"],)]
+    monkeypatch.setattr(shardlists.utils, "pytorch_worker_info", lambda group=None: (1, 3, 0, 1))
+    shards = [[f"s{i}-a", f"s{i}-b"] for i in range(5)]
+    assert list(shardlists.split_by_node(shards)) == shards[1::3]
+    assert m10.split_by_shard(shards, 1, 3) == [sample for shard in shards[1::3] for sample in shard]
+
+
+def test_splitting_by_shard_leaves_a_rank_empty_and_padding_evens_the_ranks_out() -> None:
+    two_shards = [[f"a{i}" for i in range(16)], [f"b{i}" for i in range(16)]]
+    assert [len(m10.split_by_shard(two_shards, rank, 3)) for rank in range(3)] == [16, 16, 0]
+    for sizes, world_size in (([16, 16], 3), ([5, 7, 1], 4), ([3], 5), ([8, 8], 2), ([1], 3)):
+        shards = [[f"{n}-{i}" for i in range(size)] for n, size in enumerate(sizes)]
+        everything = [s for shard in shards for s in shard]
+        shares = [m10.split_padded(shards, rank, world_size) for rank in range(world_size)]
+        assert len({len(share) for share in shares}) == 1, (sizes, world_size, shares)
+        seen = [s for share in shares for s in share]
+        assert set(seen) == set(everything)
+        assert len(seen) - len(everything) == -len(everything) % world_size or len(everything) < world_size
+    assert m10.split_padded([], 0, 3) == []
+
+
+def test_a_state_frozen_after_a_resume_sends_the_second_resume_back_to_the_start() -> None:
+    """Notebook 10, section 14 (huggingface/datasets#8308): one resume passes either way, the second does not."""
+    keys = [f"k{i}" for i in range(200)]
+    for counts_in_epoch in (False, True):
+        once = m10.run_with_kills(lambda: m10.ResumableStream(keys, counts_in_epoch), [70])
+        assert once == keys
+    frozen = m10.run_with_kills(lambda: m10.ResumableStream(keys, False), [70, 50])
+    assert frozen == keys[:120] + keys and frozen[120] == keys[0]
+    assert m10.run_with_kills(lambda: m10.ResumableStream(keys, True), [70, 50, 30]) == keys
+
+
+def test_retrying_at_once_resends_only_slowdowns_up_to_its_attempts() -> None:
+    from botocore.exceptions import ClientError
+
+    class Client:
+        def __init__(self, refusals: int, code: str = "SlowDown") -> None:
+            self.refusals, self.code, self.calls = refusals, code, 0
+
+        def get_object(self, Bucket: str, Key: str) -> dict:
+            self.calls += 1
+            if self.calls <= self.refusals:
+                raise ClientError({"Error": {"Code": self.code, "Message": "m"}}, "GetObject")
+            return {"Body": __import__("io").BytesIO(b"data")}
+
+    client = Client(3)
+    assert m10.read_retrying_at_once(client, "b", "k", max_attempts=4) == (b"data", ()) and client.calls == 4
+    with pytest.raises(ClientError, match="SlowDown"):
+        m10.read_retrying_at_once(Client(4), "b", "k", max_attempts=4)
+    denied = Client(1, "AccessDenied")
+    with pytest.raises(ClientError, match="AccessDenied"):
+        m10.read_retrying_at_once(denied, "b", "k", max_attempts=4)
+    assert denied.calls == 1
+    with pytest.raises(ValueError, match="at least 1"):
+        m10.read_retrying_at_once(Client(0), "b", "k", max_attempts=0)
+    delivery = m10.deliver(Client(10**6), "b", ["k1", "k2"], 2,
+                           lambda c, b, k: m10.read_retrying_at_once(c, b, k, max_attempts=2))
+    assert delivery.bodies == {} and delivery.failures == {"ClientError (SlowDown)": 2}
+    assert "SlowDown" in delivery.messages["ClientError (SlowDown)"]
+
+
+def test_drain_returns_what_arrived_and_the_error_that_stopped_it() -> None:
+    def broken():
+        yield 1
+        yield 2
+        raise OSError("cut")
+
+    received, error = m10.drain(broken())
+    assert received == [1, 2] and isinstance(error, OSError)
+    assert m10.drain(iter([3])) == ([3], None)
+
+
+def test_stats_sampler_samples_until_the_block_ends_and_turns_counters_into_rates() -> None:
+    class Network:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def stats(self):
+            self.calls += 1
+            return type("S", (), {"requests": 10 * self.calls, "slowdowns": self.calls, "gets": 9 * self.calls})()
+
+    with m10.StatsSampler(Network(), period_s=0.01) as sampler:
+        import time
+
+        time.sleep(0.1)
+    assert len(sampler.samples) >= 3 and not sampler._thread.is_alive()
+    sampler.samples = [(0.0, 0, 0, 0), (0.5, 10, 4, 6), (1.0, 30, 4, 26)]
+    assert sampler.rates() == ([0.25, 0.75], [20.0, 40.0], [8.0, 0.0])
+
+
+def test_a_body_cut_after_its_headers_escapes_standard_retries_and_read_resuming_delivers_it_exactly(served) -> None:
+    """Notebook 10, section 10, against the real server: every body cut (p_drop = 1) until a range of one byte."""
+    from botocore.exceptions import ResponseStreamingError
+
+    from loaderlab.storage.netem import PROFILES
+
+    endpoint, network, bucket, bodies = served
+    client = endpoint.through(network.url).client(retries={"mode": "standard", "max_attempts": 3})
+    key, body = max(bodies.items(), key=lambda item: len(item[1]))
+    network.use(replace(PROFILES["loopback"], name="every body cut", p_drop=1.0))
+    try:
+        with pytest.raises(ResponseStreamingError, match="IncompleteRead"):
+            m10.read_plain(client, bucket, key)
+        network.reset()
+        data, resumed_from = m10.read_resuming(client, bucket, key, max_resumes=len(body))
+        stats = network.stats()
+        assert data == body and resumed_from and list(resumed_from) == sorted(set(resumed_from))
+        assert stats.bytes_sent == len(body) and stats.gets == 1 + len(resumed_from)
+        with pytest.raises(m10.BodyCutShort, match=f"GET {bucket}/{key}: the body stopped short 1 times"):
+            m10.read_resuming(client, bucket, key, max_resumes=0)
+    finally:
+        network.use("loopback")
+
+
 # ---- notebook 10 and quiz 10 -----------------------------------------------------------------------------------------
 
-def test_notebook_10_starts_and_stops_its_storage_and_ends_with_exercise_14_and_the_quiz() -> None:
+def test_notebook_10_starts_and_stops_its_storage_and_ends_with_exercises_14_15_and_the_quiz() -> None:
     cells = json.loads(NOTEBOOK.read_text())["cells"]
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
     assert re.search(r"takes about .* on 2 cores", markdown[0]), "say at the top how long the notebook takes on 2 cores"
     assert "m10.start_lab(" in code[0] and "lab.close()" in code[-1]
-    assert "ex14_remote_shards" in markdown[-1] and "grader.quiz 10" in markdown[-1]
+    assert all(name in markdown[-1] for name in ("ex14_remote_shards", "ex15_exactly_once", "make hint EX=ex15",
+                                                 "grader.quiz 10"))
     paper = next(m for m in markdown if m.startswith("## 9. A real job, on paper"))
     assert "computed, not measured" in paper
 
 
-def test_quiz_10_has_five_to_eight_questions_grounded_in_the_notebook() -> None:
+def test_notebook_10_part_2_comes_before_the_closing_cells_and_cites_its_issues() -> None:
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    part_2 = next(i for i, m in enumerate(markdown) if m.startswith("# Part 2 · When the network fails"))
+    closing = next(i for i, m in enumerate(markdown) if m.startswith("## What you measured"))
+    assert part_2 < closing
+    text = "\n".join(markdown[part_2:closing])
+    for section in ("## 10.", "## 11.", "## 12.", "## 13.", "## 14.", "## 15. Exercise 15"):
+        assert section in text, f"part 2 lacks its section {section}"
+    for issue in ("webdataset#188", "litData#233", "torchtitan#3338", "datasets#8308", "webdataset#432"):
+        assert issue in text, f"part 2 no longer cites {issue}"
+    hang = next("".join(c["source"]) for c in cells if "m10.train_on_rank" in "".join(c["source"]))
+    limit = re.search(r"^RANKS, RANK_BATCH, HANG_LIMIT_S = \d+, \d+, ([\d.]+)$", hang, re.M)
+    assert limit and float(limit.group(1)) <= 3 and hang.count("run_ranks(") == 1, (
+        "ranks are dear: one run_ranks call in the cell (two runs), the hang's limit a few seconds")
+
+
+def test_quiz_10_has_eight_to_twelve_questions_grounded_in_the_notebook() -> None:
     module = quiz.load("10")
-    assert 5 <= len(module.questions) <= 8
+    assert 8 <= len(module.questions) <= 12
     assert all(quiz.grade(module, [q.answer for q in module.questions]))
     assert all("notebook" in q.why for q in module.questions), "ground every `why` in notebook 10"

@@ -15,9 +15,10 @@ import math
 import random
 import shutil
 import tempfile
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -421,3 +422,249 @@ def start_lab(profile: str, network_profile: str = "loopback") -> StorageLab:
     atexit.register(lab.close)
     return lab
 
+
+
+# ---- part 2: when the network fails ----------------------------------------------------------------------------------
+# What notebook 10's part 2 measures through the proxy's faults: a body cut half way and how to resume it, a
+# throttled prefix under two retry policies, shards split over ranks, and a resumed stream resumed again.
+
+READ_CHUNK_BYTES = 64 * 1024
+MAX_RESUMES = 8  # ranged GETs after a body cut short, per object, before read_resuming gives up
+
+
+class BodyCutShort(RuntimeError):
+    """An object's body stopped short more often than read_resuming was allowed to resume it."""
+
+
+@dataclass
+class Delivery:
+    """What `deliver` got: the objects delivered, how the others failed, where bodies were resumed, the time."""
+
+    bodies: dict[str, bytes]            # key -> the object's bytes, for each object delivered
+    failures: dict[str, int]            # "exception type (error code)" -> objects not delivered
+    messages: dict[str, str]            # the same names -> the first such error's message
+    resumed_from: dict[str, tuple[int, ...]]  # key -> the offsets its body was resumed from (read_resuming)
+    seconds: float
+
+
+def read_plain(client: Any, bucket: str, key: str) -> tuple[bytes, tuple[int, ...]]:
+    """One GET and `Body.read()`, as most code reads an object: the SDK's retries and nothing else."""
+    return client.get_object(Bucket=bucket, Key=key)["Body"].read(), ()
+
+
+def read_resuming(client: Any, bucket: str, key: str, max_resumes: int = MAX_RESUMES) -> tuple[bytes, tuple[int, ...]]:
+    """An object's bytes, and the offsets its body was resumed from: the body is read in chunks, and when it stops
+    short (the exception comes out of the read, after get_object returned) a ranged GET asks for the bytes from the
+    first one not received, for the same version of the object (If-Match its ETag), checked to be that range."""
+    from botocore.exceptions import IncompleteReadError, ResponseStreamingError
+
+    answer = client.get_object(Bucket=bucket, Key=key)
+    size, etag = int(answer["ContentLength"]), answer["ETag"]
+    received = bytearray()
+    resumed_from: list[int] = []
+    while True:
+        try:
+            for chunk in answer["Body"].iter_chunks(READ_CHUNK_BYTES):
+                received += chunk
+        except (ResponseStreamingError, IncompleteReadError):
+            pass  # what arrived before the cut is kept in `received`
+        if len(received) == size:
+            return bytes(received), tuple(resumed_from)
+        if len(resumed_from) == max_resumes:
+            raise BodyCutShort(f"GET {bucket}/{key}: the body stopped short {max_resumes + 1} times (last at byte "
+                               f"{len(received)} of {size})")
+        start = len(received)
+        resumed_from.append(start)
+        answer = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{size - 1}", IfMatch=etag)
+        content_range = answer.get("ContentRange", "")
+        if (answer["ResponseMetadata"]["HTTPStatusCode"] != 206
+                or not content_range.startswith(f"bytes {start}-{size - 1}/")):
+            answer["Body"].close()
+            raise NotPartialContent(f"GET {bucket}/{key} bytes {start}-{size - 1} to resume a cut body: answered "
+                                    f"{answer['ResponseMetadata']['HTTPStatusCode']} (Content-Range "
+                                    f"{content_range or 'absent'}), not 206 with that range")
+
+
+def read_retrying_at_once(client: Any, bucket: str, key: str, max_attempts: int) -> tuple[bytes, tuple[int, ...]]:
+    """`read_plain`, sent again at once after each 503 SlowDown, up to `max_attempts` in all: a retry storm (give
+    it a client without retries of its own, `total_max_attempts=1`)."""
+    from botocore.exceptions import ClientError
+
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    for attempt in range(1, max_attempts + 1):
+        try:
+            return read_plain(client, bucket, key)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "SlowDown" or attempt == max_attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def failure_name(error: BaseException) -> str:
+    """An exception's type, with the S3 error code when it carries one: "ClientError (SlowDown)"."""
+    response = getattr(error, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return f"{type(error).__name__} ({code})" if code else type(error).__name__
+
+
+def deliver(client: Any, bucket: str, keys: Sequence[str], in_flight: int,
+            read: Callable[[Any, str, str], tuple[bytes, tuple[int, ...]]]) -> Delivery:
+    """Read every key with `read`, `in_flight` at a time; an object whose read raised is counted by the error's
+    name (`failure_name`), not retried here."""
+    bodies: dict[str, bytes] = {}
+    resumed: dict[str, tuple[int, ...]] = {}
+    failures: dict[str, int] = {}
+    messages: dict[str, str] = {}
+
+    def one(key: str) -> None:
+        try:
+            bodies[key], offsets = read(client, bucket, key)
+            if offsets:
+                resumed[key] = offsets
+        except Exception as error:  # counted, by name: the cell shows what the reader let through
+            name = failure_name(error)
+            failures[name] = failures.get(name, 0) + 1
+            messages.setdefault(name, str(error))
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(in_flight) as pool:
+        list(pool.map(one, keys, timeout=REQUEST_TIMEOUT_S * 8))
+    return Delivery(bodies, failures, messages, resumed, time.perf_counter() - start)
+
+
+class StatsSampler:
+    """The proxy's counters sampled every `period_s` by a thread, while the `with` block runs: `samples` holds
+    (seconds since the start, requests, SlowDowns answered, GETs) after it."""
+
+    def __init__(self, network: Any, period_s: float = 0.1) -> None:
+        self.network, self.period_s = network, period_s
+        self.samples: list[tuple[float, int, int, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        while True:
+            stats = self.network.stats()
+            self.samples.append((time.perf_counter() - start, stats.requests, stats.slowdowns, stats.gets))
+            if self._stop.wait(self.period_s):
+                stats = self.network.stats()
+                self.samples.append((time.perf_counter() - start, stats.requests, stats.slowdowns, stats.gets))
+                return
+
+    def __enter__(self) -> StatsSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(REQUEST_TIMEOUT_S)
+
+    def rates(self) -> tuple[list[float], list[float], list[float]]:
+        """(midpoint times, requests/s, SlowDowns/s) between consecutive samples."""
+        times, requests, slowdowns = [], [], []
+        for (t0, r0, s0, _), (t1, r1, s1, _) in zip(self.samples, self.samples[1:]):
+            if t1 > t0:
+                times.append((t0 + t1) / 2)
+                requests.append((r1 - r0) / (t1 - t0))
+                slowdowns.append((s1 - s0) / (t1 - t0))
+        return times, requests, slowdowns
+
+
+def drain(items: Iterable[Any]) -> tuple[list[Any], BaseException | None]:
+    """Everything `items` yields, and the exception that stopped it (None when it ended by itself): what a
+    training loop had received when its loader raised."""
+    received: list[Any] = []
+    try:
+        for item in items:
+            received.append(item)
+    except Exception as error:  # returned, for the notebook to show
+        return received, error
+    return received, None
+
+
+# ---- shards over ranks -------------------------------------------------------------------------------------------
+
+def split_by_shard(shards: Sequence[Sequence[str]], rank: int, world_size: int) -> list[str]:
+    """This rank's samples when whole shards are dealt to ranks, `shards[rank::world_size]` (WebDataset's
+    `split_by_node`): with fewer shards than ranks, some ranks get nothing."""
+    return [sample for shard in shards[rank::world_size] for sample in shard]
+
+
+def split_padded(shards: Sequence[Sequence[str]], rank: int, world_size: int) -> list[str]:
+    """This rank's samples when samples, not shards, are dealt: the epoch's order padded to a multiple of
+    `world_size` by repeating its last samples (at most world_size - 1), then `padded[rank::world_size]`, as
+    MosaicML Streaming interleaves a node's samples over its ranks (`streaming/base/partition/orig.py`)."""
+    order = [sample for shard in shards for sample in shard]
+    if not order:
+        return []
+    shortfall = -len(order) % world_size
+    padded = order + order[len(order) - shortfall:] if shortfall <= len(order) else order * world_size
+    return padded[rank::world_size]
+
+
+def train_on_rank(rank: int, world_size: int, shards: Sequence[Sequence[str]], batch_size: int,
+                  padded: bool) -> dict[str, Any]:
+    """The data side of a training loop on a real rank: this rank's share of the shards' samples (`split_padded`
+    or `split_by_shard`), an all_reduce after every batch as DDP's gradient sync does, and a barrier at the end of
+    the epoch as a loop that saves a checkpoint does. Returns the batches run and the samples seen."""
+    import torch
+    import torch.distributed as dist
+
+    share = (split_padded if padded else split_by_shard)(shards, rank, world_size)
+    batches = [share[i:i + batch_size] for i in range(0, len(share), batch_size)]
+    for _batch in batches:
+        dist.all_reduce(torch.ones(1))  # the gradients
+    dist.barrier()  # the end-of-epoch checkpoint
+    return {"batches": len(batches), "samples": share}
+
+
+# ---- resume, twice ---------------------------------------------------------------------------------------------------
+
+class ResumableStream:
+    """An epoch of `keys` in order that a training loop can checkpoint (`state_dict`) and resume
+    (`load_state_dict`), with one of two ways of keeping its position:
+
+    - counts_in_epoch=True: the position is the samples of the epoch the loop has received, wherever it resumed;
+    - counts_in_epoch=False: the state reports the position object that was current when the stream was made, and
+      a resume starts a new one that the iteration advances instead (huggingface/datasets#8308's mechanism: the
+      dataset kept a reference to a state dict that `load_state_dict` had replaced), so the reported position stays
+      where the last resume started.
+    """
+
+    def __init__(self, keys: Sequence[str], counts_in_epoch: bool) -> None:
+        self.keys, self.counts_in_epoch = list(keys), counts_in_epoch
+        self._live = {"position": 0}       # what the iteration advances
+        self._reported = self._live        # what state_dict() copies
+
+    def state_dict(self) -> dict[str, int]:
+        return dict(self._live if self.counts_in_epoch else self._reported)
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self._live = {"position": int(state["position"])}  # a new object: the stale reference keeps the old one
+        if self.counts_in_epoch:
+            self._reported = self._live
+
+    def __iter__(self) -> Iterator[str]:
+        while self._live["position"] < len(self.keys):
+            key = self.keys[self._live["position"]]
+            self._live["position"] += 1
+            yield key
+
+
+def run_with_kills(stream_factory: Callable[[], ResumableStream], kill_after: Sequence[int]) -> list[str]:
+    """Every key a training loop receives over one epoch when its process is killed after receiving
+    `kill_after[i]` keys in run i, and each next run starts a fresh stream from the checkpoint saved at the kill."""
+    received: list[str] = []
+    state: dict[str, int] | None = None
+    for limit in [*kill_after, None]:
+        stream = stream_factory()
+        if state is not None:
+            stream.load_state_dict(state)
+        for count, key in enumerate(stream, 1):
+            received.append(key)
+            if limit is not None and count == limit:
+                break
+        state = stream.state_dict()  # the checkpoint the next run resumes from
+    return received
