@@ -8,6 +8,22 @@ batches per rank; 4 resume, twice; 5 bad input.
 
 from __future__ import annotations
 
+import importlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from grader.checks.ex14_remote_shards import Store, _store, _unpack
+from grader.support import no_leaks, require, within
+from loaderlab.distributed import run_ranks
+from loaderlab.storage.netem import PROFILES, NetworkProfile, Stats
+from loaderlab.storage.server import Endpoint
+
 # What these checks and the exercise import: a waiting grading process imports them once (grader.preload).
 PRELOAD = ("boto3",)
 
@@ -15,3 +31,544 @@ PRELOAD = ("boto3",)
 
 
 # ==== steps 3-4 and step 5's states (engineer B) =====================================================================
+# The checks of steps 3-4 read scratch indexes: index documents of the split's own format that list some samples of
+# its shards (a prefix of each, or runs of neighbours), uploaded under a key of their own in the run's bucket and
+# removed after. The shards are the bucket's; only the index is the check's. Sizes below are in samples.
+SCRATCH_INDEX = "ex15-scratch/{pid}-{name}/index.json"
+# ---- step 3: equal batches per rank ----
+# (layout, world_size, num_workers, batch_size, seed, epoch). A layout is ((shard position, samples from its start),
+# ...). 13 samples in one shard over 2 and 4 ranks: no rank gets a whole shard; 41 samples in 3 shards over 2, 3 and
+# 4 ranks: blocks of 21, 14 and 11, so at least one rank holds no whole 16-sample shard. No setting's shard count is a
+# multiple of ranks x workers.
+ONE_SHARD = ((0, 13),)
+THREE_SHARDS = ((1, 16), (2, 16), (3, 9))
+RANK_SETTINGS = ((ONE_SHARD, 2, 1, 3, 0, 0), (ONE_SHARD, 4, 2, 2, 1, 1), (THREE_SHARDS, 3, 2, 4, 2, 1),
+                 (THREE_SHARDS, 4, 1, 5, 3, 2), (THREE_SHARDS, 2, 2, 6, 4, 0))
+# 12 shards of 4 samples on 2 ranks: two epochs share an order by chance once in 12! (479,001,600).
+ORDER_LAYOUT = tuple((position, 4) for position in range(12))
+ORDER_WORLD, ORDER_BATCH, ORDER_SEED, ORDER_EPOCH = 2, 5, 4, 3
+# Under `flaky`'s faults: runs of 3 neighbours (one sample left out between runs) in the first 13 shards, 150 samples
+# in 50 runs on ci (12 runs of 3 a full shard). Flaky's 503s and cut bodies at its rates, without its latency,
+# bandwidth and prefix limit (they change no count, only the time: 50 ms a request would make it 2 s an epoch).
+FLAKY_LAYOUT, FLAKY_RUN = tuple((position, 16) for position in range(13)), 3
+FLAKY_FAULTS = NetworkProfile("ex15-flaky-faults", p_slowdown=PROFILES["flaky"].p_slowdown,
+                              p_drop=PROFILES["flaky"].p_drop, seed=PROFILES["flaky"].seed)
+FLAKY_EPOCHS, FLAKY_WORKERS, FLAKY_SEED = (0, 1, 2, 3), 2, 7
+FLAKY_BATCH = 6              # divides 150 (ci) and 156 (13 full shards): no short batch
+MAX_REQUEST_RATIO = 1.3      # requests under faults, as a multiple of the same epochs' without
+# Real ranks: 44 samples in 3 shards, 3 ranks of 15 (one repeat), batches of 8: at least one rank holds no whole shard.
+REAL_LAYOUT = ((4, 16), (5, 16), (6, 12))
+REAL_WORLD, REAL_WORKERS, REAL_BATCH, REAL_SEED, REAL_EPOCH = 3, 2, 8, 1, 1
+# Once every rank has joined (starting, and importing torch under spawn, is not counted): 2 batches of 8 samples
+# read on loopback, well under a second; a rank still running after this waits for a partner.
+RANK_TIMEOUT_S = 20.0
+# To start and join the group: a second under fork; under spawn each rank imports torch and boto3 first.
+RANK_STARTUP_S = 60.0
+# ---- step 4: resume, twice ----
+# 47 samples, 2 ranks of 24 (one repeat, on rank 1), batches of 3: 8 batches a rank.
+RESUME_LAYOUT = tuple((position, 6) for position in range(7)) + ((7, 5),)
+RESUME_WORLD, RESUME_BATCH = 2, 3
+# (rank, seed, epoch, num_workers of the first run and of each resume, batches taken before each stop)
+RESUMES = ((1, 3, 2, (1, 2, 1), (2, 3)), (0, 5, 4, (2, 1, 2), (5, 2)))
+# One rank over 48 samples in 6 shards of 8, batches of 3 (16): stopped after 3 and 11 batches, mid-shard both.
+READ_LAYOUT = tuple((position, 8) for position in range(6))
+READ_BATCH, READ_STOPS, READ_WORKERS = 3, (3, 11), 2
+MAX_RESUME_OVERREAD = 0.1    # bytes a resume reads beyond the rest's own samples, as a share of theirs
+# ---- step 5: states of another dataset or epoch, malformed ----
+# Two indexes of the same shape (17 samples in 3 shards) over other shards: their states look alike.
+STATE_LAYOUTS = (((0, 6), (1, 6), (2, 5)), ((3, 6), (4, 6), (5, 5)))
+STATE_BATCH, STATE_EPOCH, OTHER_EPOCH = 2, 7, 12
+SAVED_AT, OTHER_SAVED_AT, KEPT_AT = 3, 5, 2   # batches received before the states are saved
+LOAD_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class ScratchIndex:
+    """An index the check uploaded: its key and its samples (the index's entries) in written order."""
+
+    key: str
+    samples: list[dict[str, Any]]
+
+    @property
+    def keys(self) -> list[str]:
+        return [entry["key"] for entry in self.samples]
+
+    def shards(self) -> dict[str, list[str]]:
+        """Each shard's sample keys."""
+        held: dict[str, list[str]] = {}
+        for entry in self.samples:
+            held.setdefault(entry["shard"], []).append(entry["key"])
+        return held
+
+
+@contextmanager
+def _scratch_index(store: Store, name: str, layout: Sequence[tuple[int, int]], run: int = 0) -> Iterator[ScratchIndex]:
+    """An index of the split listing, for each (shard position, count) of `layout`, the shard's first `count`
+    samples (with `run`, runs of `run` neighbours, one sample left out between runs), uploaded for the block."""
+    client = store.direct.client()
+    document = json.loads(client.get_object(Bucket=store.remote.bucket, Key=store.remote.index_key)["Body"].read())
+    shard_rows = {row["key"]: row for row in document["shards"]}
+    samples, shards = [], []
+    for position, count in layout:
+        shard = store.remote.shards[position]
+        own = [entry for entry in document["samples"] if entry["shard"] == shard]
+        chosen = own[:count] if not run else [entry for i, entry in enumerate(own[:count]) if i % (run + 1) < run]
+        samples += chosen
+        shards.append({**shard_rows[shard], "samples": len(chosen)})
+    key = SCRATCH_INDEX.format(pid=os.getpid(), name=name)
+    client.put_object(Bucket=store.remote.bucket, Key=key, ContentType="application/json",
+                      Body=json.dumps({**document, "shards": shards, "samples": samples}).encode())
+    try:
+        yield ScratchIndex(key, samples)
+    finally:
+        client.delete_object(Bucket=store.remote.bucket, Key=key)
+
+
+def _epochs(ex: ModuleType, store: Store, index: ScratchIndex, batch_size: int, **options: Any) -> Any:
+    remote_epochs = require(ex, "RemoteEpochs")
+    what = f"RemoteEpochs(batch_size={batch_size}, {', '.join(f'{k}={v}' for k, v in options.items())})"
+    return within(LOAD_TIMEOUT_S, what, lambda: remote_epochs(store.endpoint, store.remote.bucket, index.key,
+                                                              batch_size, **options))
+
+
+class Judge:
+    """Checks each batch's samples against the local files and the index's labels; gives back their keys."""
+
+    def __init__(self, store: Store) -> None:
+        self.local = store.remote.local
+        self.labels = {entry["key"]: entry["label"] for entry in store.remote.index}
+        self.expected: dict[str, bytes] = {}
+
+    def keys_of(self, batch: Any, what: str) -> list[str]:
+        assert isinstance(batch, (list, tuple)) and batch, (
+            f"{what}: yielded {type(batch).__name__} {str(batch)[:80]}; yield each batch as a list of RemoteSample.")
+        keys = []
+        for item in batch:
+            key, data, label = _unpack(item, what)
+            assert key in self.labels, f"{what}: yielded a sample {key!r} that is not in the index."
+            if key not in self.expected:
+                self.expected[key] = self.local[key].read_bytes()
+            assert isinstance(data, (bytes, bytearray, memoryview)) and bytes(data) == self.expected[key], (
+                f"{what}: the data of {key!r} is not its image's bytes ({len(data) if hasattr(data, '__len__') else '?'}"
+                f" bytes, expected {len(self.expected[key])}): each sample is bytes offset .. offset + size - 1 of its "
+                "shard.")
+            assert label == self.labels[key], f"{what}: {key!r} came with label {label}, not {self.labels[key]}."
+            keys.append(key)
+        return keys
+
+
+def _close(iterator: Any) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        close()
+
+
+def _take(loader: Any, judge: Judge, what: str, count: int | None = None) -> list[list[str]]:
+    """The keys of the next `count` batches of a fresh iter() (all of them: None), the iterator closed after."""
+    iterator = within(LOAD_TIMEOUT_S, f"iter() of {what}", lambda: iter(loader))
+    batches: list[list[str]] = []
+    try:
+        while count is None or len(batches) < count:
+            batch = within(LOAD_TIMEOUT_S, f"{what}, batch {len(batches)}", lambda: next(iterator, None))
+            if batch is None:
+                break
+            batches.append(judge.keys_of(batch, f"{what}, batch {len(batches)}"))
+    finally:
+        within(LOAD_TIMEOUT_S, f"closing the iterator of {what}", lambda: _close(iterator))
+    return batches
+
+
+def _epoch(loader: Any, epoch: int, judge: Judge, what: str) -> list[list[str]]:
+    within(10, f"set_epoch({epoch})", lambda: loader.set_epoch(epoch))
+    return _take(loader, judge, f"{what}, epoch {epoch}")
+
+
+def _flat(batches: Sequence[Sequence[str]]) -> list[str]:
+    return [key for batch in batches for key in batch]
+
+
+def _without_whole_shard(shares: Sequence[Sequence[str]], index: ScratchIndex) -> list[int]:
+    """The ranks whose share holds no shard whole."""
+    shards = index.shards().values()
+    return [rank for rank, share in enumerate(shares) if not any(set(keys) <= set(share) for keys in shards)]
+
+
+def ranks_get_equal_batches_and_every_sample(ex: ModuleType) -> None:
+    with _store() as store:
+        judge = Judge(store)
+        for layout, world_size, workers, batch_size, seed, epoch in RANK_SETTINGS:
+            with _scratch_index(store, "ranks", layout) as index:
+                n = len(index.samples)
+                what = (f"{n} samples in {len(layout)} shard{'s' if len(layout) > 1 else ''} on {world_size} ranks, "
+                        f"num_workers={workers}, batch_size={batch_size}, seed={seed}")
+                batches, lengths = [], []
+                with no_leaks(what):
+                    for rank in range(world_size):
+                        loader = _epochs(ex, store, index, batch_size, world_size=world_size, rank=rank,
+                                         num_workers=workers, seed=seed)
+                        batches.append(_epoch(loader, epoch, judge, f"{what}, rank {rank}"))
+                        lengths.append(within(10, "len()", lambda: len(loader)))
+                counts = [len(rank_batches) for rank_batches in batches]
+                shares = [_flat(rank_batches) for rank_batches in batches]
+                bare = _without_whole_shard(shares, index)
+                assert len(set(counts)) == 1, (
+                    f"{what}, epoch {epoch}: the ranks yielded {counts} batches ({[len(s) for s in shares]} samples): "
+                    "unequal batch counts. On real ranks the one with a batch more waits in its next collective for "
+                    "partners that have finished: a hang"
+                    + (f"; ranks {bare} hold no whole shard: split the epoch's samples, not its shards" if bare else "")
+                    + ". Give every rank ceil(N / world_size) samples, padding with repeats.")
+                assert lengths == counts, (
+                    f"{what}, epoch {epoch}: len() said {lengths} batches, the ranks yielded {counts}: len() is the "
+                    "number of batches an epoch yields on this rank.")
+                sizes = [[len(batch) for batch in rank_batches] for rank_batches in batches]
+                regular = all(size == batch_size for rank_sizes in sizes for size in rank_sizes[:-1])
+                assert regular and len({tuple(rank_sizes) for rank_sizes in sizes}) == 1, (
+                    f"{what}, epoch {epoch}: batch sizes per rank {sizes}: every batch holds batch_size samples but "
+                    "the last, which may be short, and the same on every rank.")
+                counted = Counter(_flat(shares))
+                missing = [key for key in index.keys if key not in counted]
+                assert not missing, (
+                    f"{what}, epoch {epoch}: {len(missing)} of {n} samples came on no rank (e.g. {missing[0]!r}): "
+                    "together the ranks yield every sample of the epoch.")
+                repeats = sum(counted.values()) - n
+                fewest = -n % world_size
+                assert repeats == fewest, (
+                    f"{what}, epoch {epoch}: {repeats} repeats ({sorted(k for k, c in counted.items() if c > 1)[:4]}"
+                    f"...) where {fewest} even {world_size} ranks out ({n} samples: {-(-n // world_size)} a rank): "
+                    "pad with the fewest repeats, at most world_size - 1 (never to a multiple of batch_size: padding "
+                    "past the fewest trains on those samples twice for nothing).")
+
+
+def order_follows_seed_and_epoch(ex: ModuleType) -> None:
+    with _store() as store, _scratch_index(store, "order", ORDER_LAYOUT) as index:
+        judge = Judge(store)
+        what = (f"{len(index.samples)} samples in {len(ORDER_LAYOUT)} shards on {ORDER_WORLD} ranks, "
+                f"batch_size={ORDER_BATCH}")
+
+        def loaders(workers: int, seed: int) -> list[Any]:
+            return [_epochs(ex, store, index, ORDER_BATCH, world_size=ORDER_WORLD, rank=rank, num_workers=workers,
+                            seed=seed) for rank in range(ORDER_WORLD)]
+
+        def order(ranks: list[Any], epoch: int, setting: str) -> list[list[str]]:
+            return [_flat(_epoch(loader, epoch, judge, f"{what}, {setting}, rank {rank}"))
+                    for rank, loader in enumerate(ranks)]
+
+        with no_leaks(what):
+            one = loaders(1, ORDER_SEED)
+            first = order(one, ORDER_EPOCH, f"num_workers=1, seed={ORDER_SEED}")
+            other_workers = order(loaders(2, ORDER_SEED), ORDER_EPOCH, f"num_workers=2, seed={ORDER_SEED}")
+            assert other_workers == first, (
+                f"{what}, epoch {ORDER_EPOCH}, seed {ORDER_SEED}: num_workers=1 and new instances with num_workers=2 "
+                f"give other orders (rank 0: {first[0][:3]}... against {other_workers[0][:3]}...): the order follows "
+                "from (seed, epoch) alone, not from num_workers or the instance. Hand the readers' results on in the "
+                "plan's order, whichever finishes first.")
+            next_epoch = order(one, ORDER_EPOCH + 1, f"num_workers=1, seed={ORDER_SEED}")
+            assert next_epoch != first, (
+                f"{what}, seed {ORDER_SEED}: epochs {ORDER_EPOCH} and {ORDER_EPOCH + 1} give the same order on every "
+                "rank: the same order every epoch. Draw the epoch's order from (seed, epoch): set_epoch must change it.")
+            again = order(one, ORDER_EPOCH, f"num_workers=1, seed={ORDER_SEED}, set_epoch({ORDER_EPOCH}) again")
+            assert again == first, (
+                f"{what}, seed {ORDER_SEED}: set_epoch({ORDER_EPOCH}) after epoch {ORDER_EPOCH + 1} gave another "
+                f"order than epoch {ORDER_EPOCH} did: the order must follow from (seed, epoch) alone, not from how "
+                "many epochs this instance has run (a rank that restarts would follow another plan than its partners).")
+            other_seed = order(loaders(1, ORDER_SEED + 1), ORDER_EPOCH, f"num_workers=1, seed={ORDER_SEED + 1}")
+            assert other_seed != first, (
+                f"{what}, epoch {ORDER_EPOCH}: seeds {ORDER_SEED} and {ORDER_SEED + 1} give the same order: the seed "
+                "must reach the epoch's order.")
+
+
+def every_sample_exactly_once_under_flaky(ex: ModuleType) -> None:
+    with _store() as store, _scratch_index(store, "flaky", FLAKY_LAYOUT, run=FLAKY_RUN) as index:
+        judge = Judge(store)
+        n = len(index.samples)
+        what = (f"one rank over {n} samples (runs of {FLAKY_RUN} neighbours in {len(FLAKY_LAYOUT)} shards), "
+                f"num_workers={FLAKY_WORKERS}, batch_size={FLAKY_BATCH}, seed={FLAKY_SEED}, epochs {FLAKY_EPOCHS}")
+
+        def run(setting: str) -> tuple[list[list[list[str]]], Stats]:
+            store.network.reset()
+            with no_leaks(f"{what}, {setting}"):
+                loader = _epochs(ex, store, index, FLAKY_BATCH, num_workers=FLAKY_WORKERS, seed=FLAKY_SEED)
+                epochs = [_epoch(loader, epoch, judge, f"{what}, {setting}") for epoch in FLAKY_EPOCHS]
+            return epochs, store.stats()
+
+        clean, clean_stats = run("without faults")
+        store.network.use(FLAKY_FAULTS)
+        flaky, stats = run("under flaky's faults")
+        faults = (f"the proxy answered {stats.slowdowns} 503 SlowDowns and cut {stats.drops} bodies short, in "
+                  f"{stats.requests} requests")
+        print(f"{what}: without faults {clean_stats.requests} requests; {faults}")
+        for epoch, batches, reference in zip(FLAKY_EPOCHS, flaky, clean):
+            keys = _flat(batches)
+            twice = [key for key, count in Counter(keys).items() if count > 1]
+            assert not twice, (
+                f"{what}, epoch {epoch}: {faults}, and {len(twice)} samples came more than once (e.g. {twice[0]!r}, "
+                f"{Counter(keys)[twice[0]]} times): a piece read again after a cut body must not hand on again what "
+                "it had already handed on. Deliver a sample once its bytes are complete, and resume the cut read "
+                "from its first missing byte (read_object does), never from the piece's start.")
+            missing = [key for key in index.keys if key not in keys]
+            assert not missing, (
+                f"{what}, epoch {epoch}: {faults}, and {len(missing)} of {n} samples never came (e.g. "
+                f"{missing[0]!r}): a read that fails must be retried until its bytes are all there.")
+            assert batches == reference, (
+                f"{what}, epoch {epoch}: {faults}; every sample came once, but in another order or other batches "
+                f"than the same epoch without faults (first keys {keys[:3]}, without faults "
+                f"{_flat(reference)[:3]}): faults may slow an epoch, never change it. Hand samples on in the plan's "
+                "order, whichever read finishes first.")
+        assert stats.requests <= MAX_REQUEST_RATIO * clean_stats.requests, (
+            f"{what}: {faults}, against {clean_stats.requests} requests without faults: more than "
+            f"{MAX_REQUEST_RATIO:g}x. Retry only the request that failed, only what it had not delivered (a cut body "
+            "from its first missing byte), and never a piece that succeeded.")
+
+
+def _epoch_on_rank(rank: int, world_size: int, module_name: str, endpoint: Endpoint, bucket: str, index_key: str,
+                   batch_size: int, workers: int, seed: int, epoch: int) -> tuple[int, list[list[str]]]:
+    """A data-parallel training loop's data side on one rank: an all_reduce after every batch, as DDP's gradient
+    sync does; (len(), each batch's keys). Top level: a spawn-started rank imports it by name."""
+    import torch
+    import torch.distributed as dist
+
+    ex = importlib.import_module(module_name)
+    loader = ex.RemoteEpochs(endpoint, bucket, index_key, batch_size, world_size=world_size, rank=rank,
+                             num_workers=workers, seed=seed)
+    loader.set_epoch(epoch)
+    keys = []
+    for batch in loader:
+        dist.all_reduce(torch.ones(1))
+        keys.append([sample[0] for sample in batch])
+    return len(loader), keys
+
+
+def real_ranks_never_wait_for_a_missing_batch(ex: ModuleType) -> None:
+    require(ex, "RemoteEpochs")
+    import torch.distributed  # noqa: F401  (before the ranks start: forked ranks find it imported)
+
+    from grader.checks.ex12_distributed_epochs import _rank_failure
+
+    with _store() as store, _scratch_index(store, "real-ranks", REAL_LAYOUT) as index:
+        n = len(index.samples)
+        what = (f"{REAL_WORLD} gloo ranks over {n} samples in {len(REAL_LAYOUT)} shards, num_workers={REAL_WORKERS}, "
+                f"batch_size={REAL_BATCH}, epoch {REAL_EPOCH}, an all_reduce after every batch")
+        with no_leaks(what):
+            results = run_ranks(_epoch_on_rank, REAL_WORLD, timeout_s=RANK_TIMEOUT_S, startup_timeout_s=RANK_STARTUP_S,
+                                args=(ex.__name__, store.endpoint, store.remote.bucket, index.key, REAL_BATCH,
+                                      REAL_WORKERS, REAL_SEED, REAL_EPOCH))
+        if not all(result.ok for result in results):
+            raise _rank_failure(results, what, (
+                "a rank did not return. A rank with a batch fewer (or none: a rank that gets no whole shard) leaves "
+                "its partners waiting in their next all_reduce: every rank must yield len() batches, the same "
+                "number."))
+        lengths = [result.value[0] for result in results]
+        counts = [len(result.value[1]) for result in results]
+        assert len(set(counts)) == 1 and lengths == counts, (
+            f"{what}: every rank returned, but with {counts} batches (len() said {lengths}): unequal batch counts.")
+        counted = Counter(key for result in results for batch in result.value[1] for key in batch)
+        missing = [key for key in index.keys if key not in counted]
+        assert not missing, (
+            f"{what}: the ranks' plans disagree: {len(missing)} of {n} samples came on no rank (e.g. {missing[0]!r}) "
+            f"and {sum(c - 1 for c in counted.values() if c > 1)} came more than once. In one process every "
+            "instance agreed: each rank is a process of its own, so the plan must follow from (seed, epoch) alone, "
+            "never from the process (its pid, a hash seed, the time).")
+
+
+def _through_json(state: Any, when: str) -> Any:
+    """The state after a trip through JSON, as a checkpoint file gives it back."""
+    try:
+        return json.loads(json.dumps(state))
+    except (TypeError, ValueError) as err:
+        raise AssertionError(
+            f"state_dict() {when} is not plain data: json.dumps fails with {type(err).__name__}: {err}. A checkpoint "
+            "goes through a file: keep ints and strings.") from None
+
+
+def _saved_after(loader: Any, epoch: int, received: int, judge: Judge, what: str) -> tuple[list[list[str]], Any]:
+    """The batches of an iteration of `epoch` stopped after `received` (the loop's, as a killed run's), and the
+    state saved then, through JSON."""
+    iterator = within(LOAD_TIMEOUT_S, f"iter() of {what}", lambda: iter(loader))
+    batches: list[list[str]] = []
+    try:
+        for _ in range(received):
+            batches.append(judge.keys_of(within(LOAD_TIMEOUT_S, what, lambda: next(iterator)), what))
+        state = within(10, "state_dict()", loader.state_dict)
+    finally:
+        within(LOAD_TIMEOUT_S, f"closing the iterator of {what}", lambda: _close(iterator))
+    return batches, _through_json(state, f"after {received} batches of {what}")
+
+
+def _resumed(ex: ModuleType, store: Store, index: ScratchIndex, batch_size: int, epoch: int, state: Any,
+             **options: Any) -> Any:
+    """A new instance, set to `epoch`, that has loaded `state`."""
+    loader = _epochs(ex, store, index, batch_size, **options)
+    within(10, f"set_epoch({epoch})", lambda: loader.set_epoch(epoch))
+    within(10, "load_state_dict(state)", lambda: loader.load_state_dict(state))
+    return loader
+
+
+def _where_it_starts(rest: list[list[str]], reference: list[list[str]], received: int) -> str:
+    """Where a resumed rest starts in the uninterrupted epoch's batches, in words."""
+    for start in range(len(reference) + 1):
+        if rest == reference[start:] and start != received:
+            return (f"it starts at batch {start}, {abs(start - received)} batch"
+                    f"{'es' if abs(start - received) > 1 else ''} too {'late' if start > received else 'early'}")
+    return "it is not a tail of the uninterrupted epoch"
+
+
+def resumes_twice_with_exactly_the_rest(ex: ModuleType) -> None:
+    with _store() as store, _scratch_index(store, "resume", RESUME_LAYOUT) as index:
+        judge = Judge(store)
+        for rank, seed, epoch, workers, stops in RESUMES:
+            options = {"world_size": RESUME_WORLD, "rank": rank, "seed": seed}
+            what = (f"rank {rank} of {RESUME_WORLD} over {len(index.samples)} samples, batch_size={RESUME_BATCH}, "
+                    f"seed={seed}, epoch {epoch}")
+            with no_leaks(what):
+                reference = _epoch(_epochs(ex, store, index, RESUME_BATCH, num_workers=1, **options), epoch, judge,
+                                   f"{what}, uninterrupted")
+                loader = _epochs(ex, store, index, RESUME_BATCH, num_workers=workers[0], **options)
+                within(10, f"set_epoch({epoch})", lambda: loader.set_epoch(epoch))
+                got, state = _saved_after(loader, epoch, stops[0], judge, f"{what}, num_workers={workers[0]}")
+                received = len(got)
+                for number, (resume_workers, stop) in enumerate(zip(workers[1:], (*stops[1:], None)), start=1):
+                    setting = (f"{what}: stopped after {received} batches, resume {number} with "
+                               f"num_workers={resume_workers}")
+                    loader = _resumed(ex, store, index, RESUME_BATCH, epoch, state, num_workers=resume_workers,
+                                      **options)
+                    if stop is None:
+                        batches = _take(loader, judge, setting)
+                        expected = reference[received:]
+                    else:
+                        batches, state = _saved_after(loader, epoch, stop, judge, setting)
+                        expected = reference[received:received + stop]
+                    if batches != expected:
+                        rest = batches + (_take(_resumed(ex, store, index, RESUME_BATCH, epoch, state, **options),
+                                                judge, f"{setting}, then resumed again") if stop is not None else [])
+                        raise AssertionError(
+                            f"{setting}: gave {batches[:2]}... where the uninterrupted epoch has {expected[:2]}...: "
+                            f"{_where_it_starts(rest if stop is not None else batches, reference, received)}."
+                            + (" The second resume started elsewhere than the first stopped: a state saved after a "
+                               "resume must count from the epoch's start, not from where the last resume began "
+                               "(huggingface/datasets#8308: the second resume restarts)." if number > 1 else
+                               " The state counts the samples the loop has received in the epoch; the resumed "
+                               "iteration starts at the first one it had not."))
+                    received += len(batches)
+            assert received == len(reference), f"{what}: {received} batches in all, the epoch has {len(reference)}."
+
+
+def resume_reads_only_what_is_left(ex: ModuleType) -> None:
+    with _store() as store, _scratch_index(store, "resume-reads", READ_LAYOUT) as index:
+        judge = Judge(store)
+        sizes = {entry["key"]: entry["size"] for entry in index.samples}
+        what = f"one rank over {len(index.samples)} samples in {len(READ_LAYOUT)} shards, batch_size={READ_BATCH}"
+        with no_leaks(what):
+            reference = _epoch(_epochs(ex, store, index, READ_BATCH), 0, judge, f"{what}, uninterrupted")
+            for stop in READ_STOPS:
+                loader = _epochs(ex, store, index, READ_BATCH)
+                _, state = _saved_after(loader, 0, stop, judge, f"{what}, stopped after {stop} batches")
+                store.network.reset()
+                resumed = _resumed(ex, store, index, READ_BATCH, 0, state, num_workers=READ_WORKERS)
+                rest = _take(resumed, judge, f"{what}, resumed after {stop} batches")
+                stats = store.stats()
+                read = stats.bytes_sent - stats.bytes_by_key.get(f"{store.remote.bucket}/{index.key}", 0)
+                own = sum(sizes[key] for key in _flat(reference[stop:]))
+                assert read <= (1 + MAX_RESUME_OVERREAD) * own, (
+                    f"{what}, resumed after {stop} of {len(reference)} batches (num_workers={READ_WORKERS}): the proxy "
+                    f"sent {read:,} bytes (the index apart) for the {len(_flat(reference[stop:]))} samples left, "
+                    f"{own:,} bytes of their own: {read / own - 1:.0%} more (at most {MAX_RESUME_OVERREAD:.0%}). A "
+                    "resume must not read the epoch's start again (a fast-forward that throws batches away): plan "
+                    "the rest, and read only its pieces, from the first sample left.")
+                assert rest == reference[stop:], (
+                    f"{what}, resumed after {stop} batches: gave {rest[:2]}... where the uninterrupted epoch has "
+                    f"{reference[stop:stop + 2]}...: {_where_it_starts(rest, reference, stop)}.")
+
+
+def _refused(ex: ModuleType, store: Store, index: ScratchIndex, epoch: int, kept_state: Any, kept_rest: list[list[str]],
+             bad: Any, judge: Judge, what: str) -> BaseException | None:
+    """What load_state_dict(bad) raised (None: it accepted it) on an instance set to `epoch` that had loaded
+    `kept_state`; a refusal must leave it as it was: the same state_dict(), the same rest."""
+    loader = _resumed(ex, store, index, STATE_BATCH, epoch, kept_state)
+    before = _through_json(within(10, "state_dict()", loader.state_dict), "before a refused load")
+
+    def load() -> BaseException | None:
+        try:
+            loader.load_state_dict(bad)
+        except NotImplementedError:
+            raise
+        except Exception as err:
+            return err
+        return None
+
+    error = within(10, f"load_state_dict of {what}", load)
+    if error is None:
+        return None
+    after = _through_json(within(10, "state_dict()", loader.state_dict), "after a refused load")
+    changed = f"state_dict() was {before} before and {after} after" if after != before else None
+    if changed is None:
+        rest = _take(loader, judge, f"the iteration after refusing {what}")
+        if rest != kept_rest:
+            changed = (f"the next iteration gave {rest[:2]}... instead of the rest it held before, {kept_rest[:2]}..."
+                       f" ({_where_it_starts(rest, kept_rest, 0)})")
+    assert changed is None, (
+        f"load_state_dict refused {what} with {type(error).__name__}: {error}, but changed the loader before refusing "
+        f"it: {changed}. A state that does not fit must leave the loader as it was (the caller may catch the error "
+        "and go on): check the whole state first, then assign.")
+    return error
+
+
+def _wrong_type(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 12345 if isinstance(value, str) else "not this"
+    return str(value)
+
+
+def foreign_states_are_refused_unchanged(ex: ModuleType) -> None:
+    with (_store() as store, _scratch_index(store, "states", STATE_LAYOUTS[0]) as index,
+          _scratch_index(store, "other-states", STATE_LAYOUTS[1]) as other):
+        judge = Judge(store)
+        what = f"one rank over {len(index.samples)} samples in {len(STATE_LAYOUTS[0])} shards, batch_size={STATE_BATCH}"
+
+        def saved(at: int, epoch: int, over: ScratchIndex = index) -> tuple[Any, list[list[str]]]:
+            loader = _epochs(ex, store, over, STATE_BATCH)
+            within(10, f"set_epoch({epoch})", lambda: loader.set_epoch(epoch))
+            _, state = _saved_after(loader, epoch, at, judge, f"{what}, epoch {epoch}")
+            return state, _epoch(_epochs(ex, store, over, STATE_BATCH), epoch, judge, f"{what}, uninterrupted")[at:]
+
+        with no_leaks(what):
+            state, _ = saved(SAVED_AT, STATE_EPOCH)
+            later, _ = saved(OTHER_SAVED_AT, STATE_EPOCH)
+            kept, kept_rest = saved(KEPT_AT, STATE_EPOCH)
+            other_kept, other_rest = saved(KEPT_AT, STATE_EPOCH, other)
+            epoch_kept, epoch_rest = saved(KEPT_AT, OTHER_EPOCH)
+            share = len(_flat(_epoch(_epochs(ex, store, index, STATE_BATCH), STATE_EPOCH, judge, what)))
+            assert isinstance(state, dict), f"state_dict() returned {type(state).__name__}, not a dict."
+            positions = [key for key in state if state.get(key) != later.get(key) and type(state[key]) is int]
+            assert positions, (
+                f"{what}: between {SAVED_AT} and {OTHER_SAVED_AT} batches received no int of the state changed (from "
+                f"{state} to {later}): the state must count the samples the loop has received.")
+            error = _refused(ex, store, other, STATE_EPOCH, other_kept, other_rest, state, judge,
+                             f"a state of {index.key!r} loaded over {other.key!r} (as many samples, other shards)")
+            assert isinstance(error, ValueError) and any(word in str(error).lower() for word in ("index", "dataset")), (
+                f"a state saved over the index {index.key!r} loaded by an instance over {other.key!r} (the same shape, "
+                "other samples): load_state_dict " + ("accepted it" if error is None else
+                                                      f"raised {type(error).__name__}: {error}")
+                + ". Its position means other samples here: keep a fingerprint of the index in the state (a hash of "
+                "its bytes), and refuse with ValueError naming the index (or the dataset) when it differs.")
+            error = _refused(ex, store, index, OTHER_EPOCH, epoch_kept, epoch_rest, state, judge,
+                             f"a state of epoch {STATE_EPOCH} after set_epoch({OTHER_EPOCH})")
+            assert isinstance(error, ValueError) and all(str(e) in str(error) for e in (STATE_EPOCH, OTHER_EPOCH)), (
+                f"a state saved in epoch {STATE_EPOCH}, loaded after set_epoch({OTHER_EPOCH}): load_state_dict "
+                + ("accepted it" if error is None else f"raised {type(error).__name__}: {error}")
+                + f". The caller chose epoch {OTHER_EPOCH}: resuming another epoch's position would train on another "
+                "epoch's rest. Refuse with ValueError naming both epochs.")
+            cases: list[tuple[str, Any]] = [("a list holding the state", [state]), ("None", None)]
+            cases += [(f"the state without its {key!r}", {k: v for k, v in state.items() if k != key}) for key in state]
+            cases += [(f"the state with {key!r} = {_wrong_type(value)!r}", state | {key: _wrong_type(value)})
+                      for key, value in state.items()]
+            cases += [(f"the state with {positions} = -1", state | dict.fromkeys(positions, -1)),
+                      (f"the state with {positions} = {share + 1} (past this rank's {share} samples)",
+                       state | dict.fromkeys(positions, share + 1))]
+            for case, bad in cases:
+                error = _refused(ex, store, index, STATE_EPOCH, kept, kept_rest, bad, judge, case)
+                assert isinstance(error, ValueError), (
+                    f"{case}: load_state_dict " + ("accepted it" if error is None else
+                                                   f"raised {type(error).__name__}: {error}")
+                    + ". A malformed state would resume at the wrong sample, or crash later far from the cause: check "
+                    "the keys, their types and that the position lies within the epoch, and raise ValueError saying "
+                    "what does not fit.")
