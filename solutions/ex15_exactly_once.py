@@ -1,20 +1,36 @@
 """Exercise 15, the answer: exactly once over a flaky network, on every rank.
 
 Design (see each piece's docstring):
+- `read_object` is one loop of attempts around one boto3 client per endpoint whose own retries are off (its
+  attempts would multiply ours, and it never retries a body cut short). A body is read in chunks into one buffer, so
+  after a drop the loop knows how many bytes arrived and asks for the rest, `Range: bytes=<next>-<last>`, checking
+  the answer is 206 with exactly that Content-Range (and the same ETag: If-Match). 503/5xx and failed connections
+  are retried after a full-jitter wait, uniform in [0, min(max_delay_s, base_delay_s x 2^(n-1))]; any other answer
+  (403, 404, 416) never gets better and raises at once. Every failure is a `StoreError` naming the bucket, the key
+  (and range), the endpoint's URL and the last failure.
+- `read_objects` keeps order with a window of futures on max_in_flight threads (as exercise 14's fetcher), and
+  limits the requests actually open with AIMD (`_Window`): the limit halves on a SlowDown (once per round trip: only
+  a request sent after the last cut may cut again) and grows by one per limit's worth of successes, up to
+  max_in_flight. Retry waits are spent outside the window.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
+import threading
+import time
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from loaderlab.storage.server import Endpoint  # noqa: F401
+from botocore.exceptions import BotoCoreError, ClientError
+
+from loaderlab.storage.server import Endpoint
 
 
 @dataclass(frozen=True)
@@ -35,6 +51,185 @@ class RemoteSample(NamedTuple):
 
 
 # ==== read_object, read_objects (engineer A) =========================================================================
+
+CONNECT_TIMEOUT_S = 2.0     # loopback: a refused connection fails at once, a server that does not answer in this
+READ_TIMEOUT_S = 10.0       # between two reads of an answer
+POOL_CONNECTIONS = 64       # one client serves every thread of a process (read_objects, RemoteEpochs' readers)
+CHUNK_BYTES = 64 * 1024     # a body is read this much at a time: after a drop, what arrived is kept
+RETRIED_STATUSES = frozenset({500, 502, 503, 504})   # SlowDown, InternalError, ...: worth another attempt
+WINDOW_WAIT_S = 1.0         # a thread waiting for a free slot in read_objects' window looks again this often
+
+
+class StoreError(RuntimeError):
+    """A read from the store failed: the message names the bucket, the key, the endpoint and why."""
+
+
+class _Retryable(Exception):
+    """One attempt failed in a way another attempt may not (its message says how)."""
+
+    def __init__(self, why: str, slowdown: bool = False) -> None:
+        super().__init__(why)
+        self.slowdown = slowdown
+
+
+class Gate(Protocol):
+    """What read_objects puts around each attempt: a slot before it, its outcome after."""
+
+    def acquire(self) -> int: ...
+
+    def release(self, ticket: int, slowdown: bool) -> None: ...
+
+
+@functools.lru_cache(maxsize=8)
+def _client(endpoint: Endpoint) -> Any:
+    """One boto3 client per endpoint (thread-safe), its own retries off: every attempt is read_object's."""
+    return endpoint.client(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=CONNECT_TIMEOUT_S,
+                           read_timeout=READ_TIMEOUT_S, max_pool_connections=POOL_CONNECTIONS)
+
+
+def backoff_s(retry: RetryPolicy, n: int) -> float:
+    """The wait before retry n (1, 2, ...): full jitter, uniform in [0, min(max_delay_s, base_delay_s x 2^(n-1))]."""
+    return random.uniform(0.0, min(retry.max_delay_s, retry.base_delay_s * 2 ** (n - 1)))
+
+
+def read_object(endpoint: Endpoint, bucket: str, key: str, retry: RetryPolicy = RetryPolicy(),
+                byte_range: tuple[int, int] | None = None) -> bytes:
+    """The object's bytes (or bytes byte_range[0]..byte_range[1], both included), whatever the network does."""
+    return _read(endpoint, bucket, key, retry, byte_range)
+
+
+def _read(endpoint: Endpoint, bucket: str, key: str, retry: RetryPolicy, byte_range: tuple[int, int] | None,
+          gate: Gate | None = None) -> bytes:
+    """read_object, each attempt inside `gate` when given (read_objects' window)."""
+    if retry.max_attempts < 1:
+        raise ValueError(f"RetryPolicy.max_attempts must be at least 1, got {retry.max_attempts}")
+    if byte_range is not None and not 0 <= byte_range[0] <= byte_range[1]:
+        raise ValueError(f"byte_range {byte_range} of s3://{bucket}/{key}: want (first, last), 0 <= first <= last")
+    transfer = _Transfer(_client(endpoint), bucket, key, byte_range)
+    where = f"GET s3://{bucket}/{key}{'' if byte_range is None else ' bytes %d-%d' % byte_range} at {endpoint.url}"
+    last_failure = ""
+    for attempt in range(1, retry.max_attempts + 1):
+        if attempt > 1:
+            time.sleep(backoff_s(retry, attempt - 1))
+        ticket = gate.acquire() if gate is not None else 0
+        slowdown = False
+        try:
+            transfer.attempt()
+            return bytes(transfer.data)
+        except _Retryable as failure:
+            slowdown, last_failure = failure.slowdown, str(failure)
+        except StoreError as err:
+            raise StoreError(f"{where}: {err} (not retried: another attempt gets the same answer)") from err.__cause__
+        finally:
+            if gate is not None:
+                gate.release(ticket, slowdown)
+    raise StoreError(f"{where}: gave up after {retry.max_attempts} attempts ({len(transfer.data):,} bytes received); "
+                     f"the last failure: {last_failure}")
+
+
+class _Transfer:
+    """One object's (or range's) bytes, gathered over attempts: each attempt asks for what has not arrived yet."""
+
+    def __init__(self, client: Any, bucket: str, key: str, byte_range: tuple[int, int] | None) -> None:
+        self.client, self.bucket, self.key = client, bucket, key
+        self.first, self.last = byte_range if byte_range is not None else (0, None)   # last: unknown until answered
+        self.data = bytearray()
+        self.etag: str | None = None
+
+    def attempt(self) -> None:
+        """One GET for the bytes still missing; raises _Retryable or StoreError (never worth retrying)."""
+        start = self.first + len(self.data)
+        ranged = self.last is not None
+        request = {"Bucket": self.bucket, "Key": self.key}
+        if ranged:
+            request["Range"] = f"bytes={start}-{self.last}"
+        if self.etag is not None:
+            request["IfMatch"] = self.etag   # the rest of the same version, or 412
+        try:
+            answer = self.client.get_object(**request)
+        except ClientError as err:
+            status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            code = err.response.get("Error", {}).get("Code", "?")
+            if status in RETRIED_STATUSES:
+                raise _Retryable(f"{status} {code}", slowdown=code == "SlowDown" or status == 503) from err
+            raise StoreError(f"{status} {code}: {err}") from err
+        except BotoCoreError as err:   # refused, reset, timed out: the connection failed
+            raise _Retryable(f"{type(err).__name__}: {err}") from err
+        body = answer["Body"]
+        try:
+            self._check(answer, start, ranged)
+            while chunk := self._chunk(body):
+                self.data += chunk
+        finally:
+            body.close()
+
+    def _check(self, answer: Any, start: int, ranged: bool) -> None:
+        status = answer["ResponseMetadata"]["HTTPStatusCode"]
+        if ranged:
+            expected = f"bytes {start}-{self.last}/"
+            if status != 206 or not str(answer.get("ContentRange", "")).startswith(expected):
+                raise StoreError(f"asked for bytes {start}-{self.last}, answered {status} with Content-Range "
+                                 f"{answer.get('ContentRange')!r}: not those bytes (a range past the object's end, "
+                                 "or a server that ignores Range)")
+        else:
+            self.last = answer["ContentLength"] - 1
+        self.etag = self.etag or answer.get("ETag")
+
+    def _chunk(self, body: Any) -> bytes:
+        try:
+            return body.read(CHUNK_BYTES)
+        except BotoCoreError as err:   # the body stopped short: ResponseStreamingError, IncompleteReadError, timeout
+            raise _Retryable(f"the body stopped after {len(self.data):,} of {self.last - self.first + 1:,} bytes "
+                             f"({type(err).__name__}: {err})") from err
+
+
+class _Window:
+    """AIMD on the requests open: the limit halves on a SlowDown and grows by one per limit's worth of successes."""
+
+    def __init__(self, most: int) -> None:
+        self.most, self.limit, self.open = most, float(most), 0
+        self.cuts = 0   # how many times the limit was cut: a ticket; only a request sent after the last cut cuts
+        self.changed = threading.Condition()
+
+    def acquire(self) -> int:
+        with self.changed:
+            while self.open >= int(self.limit):
+                self.changed.wait(WINDOW_WAIT_S)
+            self.open += 1
+            return self.cuts
+
+    def release(self, ticket: int, slowdown: bool) -> None:
+        with self.changed:
+            self.open -= 1
+            if slowdown and ticket == self.cuts:
+                self.limit, self.cuts = max(1.0, self.limit / 2), self.cuts + 1
+            elif not slowdown:
+                self.limit = min(float(self.most), self.limit + 1 / self.limit)
+            self.changed.notify_all()
+
+
+def read_objects(endpoint: Endpoint, bucket: str, keys: Sequence[str], max_in_flight: int,
+                 retry: RetryPolicy = RetryPolicy()) -> Iterator[bytes]:
+    """Each object's bytes in the order of `keys`, with up to `max_in_flight` requests open, slowing down when asked."""
+    if max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
+    window = _Window(max_in_flight)
+    pool = ThreadPoolExecutor(max_in_flight, thread_name_prefix="ex15-read")
+    pending: deque[Future[bytes]] = deque()
+    todo = iter(keys)
+    try:
+        for key in todo:
+            pending.append(pool.submit(_read, endpoint, bucket, key, retry, None, window))
+            if len(pending) == max_in_flight:
+                break
+        while pending:
+            data = pending.popleft().result()
+            for key in todo:   # refill before handing on: the window stays full while the consumer works
+                pending.append(pool.submit(_read, endpoint, bucket, key, retry, None, window))
+                break
+            yield data
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ==== RemoteEpochs (engineer B) ======================================================================================
