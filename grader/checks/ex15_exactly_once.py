@@ -729,10 +729,15 @@ def real_ranks_never_wait_for_a_missing_batch(ex: ModuleType) -> None:
                                 args=(ex.__name__, store.endpoint, store.remote.bucket, index.key, REAL_BATCH,
                                       REAL_WORKERS, REAL_SEED, REAL_EPOCH))
         if not all(result.ok for result in results):
+            judge = Judge(store)
+            counts = [len(_epoch(_epochs(ex, store, index, REAL_BATCH, world_size=REAL_WORLD, rank=rank,
+                                         num_workers=REAL_WORKERS, seed=REAL_SEED), REAL_EPOCH, judge,
+                                 f"{what}, rank {rank} in this process")) for rank in range(REAL_WORLD)]
             raise _rank_failure(results, what, (
-                "a rank did not return. A rank with a batch fewer (or none: a rank that gets no whole shard) leaves "
-                "its partners waiting in their next all_reduce: every rank must yield len() batches, the same "
-                "number."))
+                f"in one process, the ranks yield {counts} batches: unequal batch counts. The rank with a batch more "
+                "(or every rank, when one gets none: a rank with no whole shard) enters an all_reduce that a partner "
+                "never joins: on a cluster the job waits there until its time limit." if len(set(counts)) > 1 else
+                "a rank did not return (its story follows)."))
         lengths = [result.value[0] for result in results]
         counts = [len(result.value[1]) for result in results]
         assert len(set(counts)) == 1 and lengths == counts, (
