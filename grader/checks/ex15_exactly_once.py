@@ -414,9 +414,9 @@ def store_errors_name_what_and_where(ex: ModuleType) -> None:
 SCRATCH_INDEX = "ex15-scratch/{pid}-{name}/index.json"
 # ---- step 3: equal batches per rank ----
 # (layout, world_size, num_workers, batch_size, seed, epoch). A layout is ((shard position, samples from its start),
-# ...). 13 samples in one shard over 2 and 4 ranks: no rank gets a whole shard; 41 samples in 3 shards over 2, 3 and
-# 4 ranks: blocks of 21, 14 and 11, so at least one rank holds no whole 16-sample shard. No setting's shard count is a
-# multiple of ranks x workers.
+# ...). 13 samples in one shard over 2 and 4 ranks: no rank gets a whole shard; 41 samples in 3 shards over 3 and 4
+# ranks: blocks of 14 and 11, smaller than the two shards of 16 (and over 2 ranks, blocks of 21). No setting's shard
+# count is a multiple of ranks x workers.
 ONE_SHARD = ((0, 13),)
 THREE_SHARDS = ((1, 16), (2, 16), (3, 9))
 RANK_SETTINGS = ((ONE_SHARD, 2, 1, 3, 0, 0), (ONE_SHARD, 4, 2, 2, 1, 1), (THREE_SHARDS, 3, 2, 4, 2, 1),
@@ -427,7 +427,7 @@ ORDER_WORLD, ORDER_BATCH, ORDER_SEED, ORDER_EPOCH = 2, 5, 4, 3
 # Under `flaky`'s faults: runs of 3 neighbours (one sample left out between runs) in the first 13 shards, 150 samples
 # in 50 runs on ci (12 runs of 3 a full shard). Flaky's 503s and cut bodies at its rates, without its latency,
 # bandwidth and prefix limit (they change no count, only the time: 50 ms a request would make it 2 s an epoch).
-# Four epochs, so that a cut body is all but sure to hit a piece whatever the reader's requests: 3 % of ~200. The
+# Four epochs, so that a cut body is all but sure to hit a piece whatever the reader's requests (3% of ~200). The
 # solution (ci, 2026-11-28): 201 requests without faults; with them 221, the proxy answering 15 SlowDowns and cutting
 # 5 bodies; the planted reader that restarts a cut piece from its start hands samples on twice in epoch 2.
 FLAKY_LAYOUT, FLAKY_RUN = tuple((position, 16) for position in range(13)), 3
@@ -441,7 +441,7 @@ REAL_LAYOUT = ((4, 16), (5, 16), (6, 12))
 REAL_WORLD, REAL_WORKERS, REAL_BATCH, REAL_SEED, REAL_EPOCH = 3, 2, 8, 1, 1
 # Once every rank has joined (starting, and importing torch under spawn, is not counted): 2 batches of 8 samples
 # read on loopback, well under a second; a rank still running after this waits for a partner.
-RANK_TIMEOUT_S = 20.0
+RANK_TIMEOUT_S = 10.0
 # To start and join the group: a second under fork; under spawn each rank imports torch and boto3 first.
 RANK_STARTUP_S = 60.0
 # ---- step 4: resume, twice ----
@@ -751,18 +751,26 @@ def real_ranks_never_wait_for_a_missing_batch(ex: ModuleType) -> None:
             "never from the process (its pid, a hash seed, the time).")
 
 
-def _saved_after(loader: Any, epoch: int, received: int, judge: Judge, what: str) -> tuple[list[list[str]], Any]:
+def _saved_after(loader: Any, epoch: int, received: int, judge: Judge, what: str,
+                 goes_on: bool = False) -> tuple[list[list[str]], Any]:
     """The batches of an iteration of `epoch` stopped after `received` (the loop's, as a killed run's), and the
-    state saved then, through JSON."""
+    state saved then, through JSON. With `goes_on`, the loop takes one batch more after saving (as training goes on
+    after a checkpoint, until it is killed): the dict state_dict() returned must not change."""
     iterator = within(LOAD_TIMEOUT_S, f"iter() of {what}", lambda: iter(loader))
     batches: list[list[str]] = []
     try:
         for _ in range(received):
             batches.append(judge.keys_of(within(LOAD_TIMEOUT_S, what, lambda: next(iterator)), what))
         state = within(10, "state_dict()", loader.state_dict)
+        saved = _json(state, f"after {received} batches of {what}")
+        if goes_on and within(LOAD_TIMEOUT_S, what, lambda: next(iterator, None)) is not None:
+            assert _json(state, "one batch later") == saved, (
+                f"{what}: the dict state_dict() returned after {received} batches was {saved}, and one batch later "
+                f"it holds {_json(state, 'one batch later')}: a live view of the loader, not a saved state. A "
+                "checkpoint written later (or kept in memory) would resume at the wrong sample: return a new dict.")
     finally:
         within(LOAD_TIMEOUT_S, f"closing the iterator of {what}", lambda: _close(iterator))
-    return batches, _json(state, f"after {received} batches of {what}")
+    return batches, saved
 
 
 def _resumed(ex: ModuleType, store: Store, index: ScratchIndex, batch_size: int, epoch: int, state: Any,
@@ -795,7 +803,8 @@ def resumes_twice_with_exactly_the_rest(ex: ModuleType) -> None:
                                    f"{what}, uninterrupted")
                 loader = _epochs(ex, store, index, RESUME_BATCH, num_workers=workers[0], **options)
                 within(10, f"set_epoch({epoch})", lambda: loader.set_epoch(epoch))
-                got, state = _saved_after(loader, epoch, stops[0], judge, f"{what}, num_workers={workers[0]}")
+                got, state = _saved_after(loader, epoch, stops[0], judge, f"{what}, num_workers={workers[0]}",
+                                          goes_on=True)
                 received = len(got)
                 for number, (resume_workers, stop) in enumerate(zip(workers[1:], (*stops[1:], None)), start=1):
                     setting = (f"{what}: stopped after {received} batches, resume {number} with "
@@ -806,7 +815,7 @@ def resumes_twice_with_exactly_the_rest(ex: ModuleType) -> None:
                         batches = _take(loader, judge, setting)
                         expected = reference[received:]
                     else:
-                        batches, state = _saved_after(loader, epoch, stop, judge, setting)
+                        batches, state = _saved_after(loader, epoch, stop, judge, setting, goes_on=True)
                         expected = reference[received:received + stop]
                     if batches != expected:
                         rest = batches + (_take(_resumed(ex, store, index, RESUME_BATCH, epoch, state, **options),
