@@ -11,8 +11,9 @@ pytestmark = [pytest.mark.usefixtures("s3_server"), pytest.mark.starts_processes
 
 @pytest.mark.step(1, "exactly once under faults")
 def test_cut_bodies_resume_from_where_they_stopped(grade):
-    """read_object over objects and byte ranges with 503s and cut bodies: the exact bytes; each cut body resumed by a
-    Range request from the first byte not received (the proxy sent each object's bytes once, not more)."""
+    """read_object over objects and byte ranges with 503 SlowDown answers and cut bodies: the exact bytes; each cut
+    body resumed by a Range request from the first byte not received (the proxy sent each object's bytes once, not
+    more); from a server that ignores Range, an error or the right bytes."""
     grade()
 
 
