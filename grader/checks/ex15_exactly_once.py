@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import random
+import socket
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from types import ModuleType
 from typing import Any
@@ -54,6 +56,7 @@ WAIT_SLACK_S = 0.1
 # the client's own delay on a busy machine.
 BELOW_HALF_SHARE = 0.15
 SPREAD_SHARE = 0.25          # the waits before one retry number spread over at least this share of their cap
+CLOSING_RETRY = (4, 0.01, 0.02)   # a server that closes every connection: each of these attempts is one connection
 # ---- step 2: SlowDown as back-pressure ----
 LIMIT_GETS_PER_S = 20.0      # the prefix's limit while limited
 BACKPRESSURE_LATENCY_S = 0.1   # 16 in flight make 160 requests/s: 8 times the limit
@@ -194,6 +197,7 @@ def retries_back_off_with_jitter_within_the_budget(ex: ModuleType) -> None:
     read_object = require(ex, "read_object")
     with _store(REFUSE_ALL) as store:
         bucket, keys = store.remote.bucket, [key for key, _, _ in store.remote.objects[:RETRY_CALLS]]
+        _failed_connections_are_retried(ex, read_object, bucket, keys[0], store.endpoint)
         waits: dict[tuple[str, int], list[float]] = {}   # (the round's setting, retry n): the calls' waits
         caps: dict[tuple[str, int], float] = {}
         for attempts, base_delay_s, max_delay_s in RETRY_ROUNDS:
@@ -254,6 +258,53 @@ def retries_back_off_with_jitter_within_the_budget(ex: ModuleType) -> None:
             f"read_object, every request answered 503 SlowDown, rounds {RETRY_ROUNDS}: {below:.0%} of the "
             f"{len(shares)} waits fell below half their cap (full jitter: about half; at least "
             f"{BELOW_HALF_SHARE:.0%}): full jitter draws the whole wait at random in [0, cap], not half of it.")
+
+
+@contextmanager
+def _closing_server() -> Iterator[tuple[str, list[int]]]:
+    """A server on 127.0.0.1 that closes each connection it accepts, unanswered: its URL and [connections]."""
+    accepted = [0]
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:   # timeout, or closed
+                continue
+            accepted[0] += 1
+            connection.close()
+
+    thread = threading.Thread(target=serve, name="grader-closing-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def _failed_connections_are_retried(ex: ModuleType, read_object: Callable[..., Any], bucket: str, key: str,
+                                    endpoint: Endpoint) -> None:
+    attempts = CLOSING_RETRY[0]
+    with _closing_server() as (url, accepted):
+        what = (f"read_object from a server that closes every connection unanswered ({url}), "
+                f"max_attempts={attempts}")
+        try:
+            within(60, what, lambda: read_object(endpoint.through(url), bucket, key, _policy(ex, *CLOSING_RETRY)))
+        except (AssertionError, NotImplementedError):
+            raise
+        except Exception as err:
+            assert key in str(err), (f"{what} raised {type(err).__name__}: {str(err)[:300]}; the error must name "
+                                     "the key and the last failure.")
+        else:
+            raise AssertionError(f"{what} returned, with every connection closed.")
+    assert accepted[0] == attempts, (
+        f"{what}: the server accepted {accepted[0]} connections, not max_attempts={attempts} attempts per call: a "
+        "failed connection is retried, within the budget (turn the client's own retries off: they multiply yours).")
 
 
 def _in_threads(call: Callable[[str], None], keys: Sequence[str], threads: int) -> None:
