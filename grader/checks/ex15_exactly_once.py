@@ -20,7 +20,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from grader.checks.ex14_remote_shards import Store, _closed_port, _store
+from grader.checks.ex14_remote_shards import Store, _closed_port, _expect_error, _store
 from grader.support import no_leaks, require, within
 from loaderlab.storage.netem import Event, NetworkProfile, rate_over_time
 from loaderlab.storage.server import Endpoint
@@ -33,9 +33,11 @@ PRELOAD = ("boto3",)
 # faults are the proxy's (replayable), and the proxy's timeline, never the learner's report, is what is judged.
 
 # ---- step 1: cut bodies ----
-# Half the bodies cut, a fifth of the requests answered SlowDown: about 2.5 requests per call, each cut resumed.
-CUT_PROFILE = NetworkProfile("ex15-cut", p_slowdown=0.2, p_drop=0.5, seed=15)
-CUT_ATTEMPTS = 12            # P(12 faults in a row) = 0.7^12 < 1.4 %; the solution needs at most 6 on ci (seed 15)
+# 40 % of the bodies cut, 10 % of the requests answered SlowDown: a fault on 46 % of the attempts. The schedule is a
+# function of the requests, so a correct reader meets the same faults: on ci, seed 21 cuts 11 bodies and answers 4
+# SlowDowns over the check's 13 calls, at most 3 GETs a call (seeds 1-24: 2-19 cuts; 21 cuts many for few requests).
+CUT_PROFILE = NetworkProfile("ex15-cut", p_slowdown=0.1, p_drop=0.4, seed=21)
+CUT_ATTEMPTS = 16            # a reader whose requests differ (another schedule) runs out with p 0.46^16 = 4e-6 a call
 CUT_BASE_DELAY_S, CUT_MAX_DELAY_S = 0.002, 0.02
 CUT_OBJECTS = 8              # whole objects (ci: 30-150 KB)
 IGNORES_RANGE = NetworkProfile("ex15-ignores-range", ignore_range=True)
@@ -69,15 +71,18 @@ BACKPRESSURE_OBJECTS = 240   # one prefix's objects, cycled (ci: 50 train images
                              # the lift
 LIMITED_S = 3.0              # the limit is lifted this long after the first request
 SETTLE_S = 1.0               # the rate is judged from this long after the first SlowDown until the lift
-NEAR_LIMIT = 2.5             # ... at most this many times the limit (requests of every answer, SlowDowns included)
+# ... at most this many times the limit (requests of every answer, SlowDowns included). Measured on the 2-core
+# development box (ci, 2026-11-28, busy with other work): the solution's AIMD window 28.6-29.6 requests/s, the token
+# bucket alternative 30.3-33.9; the planted retry storm (max_in_flight requests open whatever the answers) 113.
+NEAR_LIMIT = 2.5
 RECOVERY_S = 3.0             # within this long after the lift ...
 RATE_WINDOW_S = 0.5          # ... the rate over some window of this length reaches
-RECOVERED = 2.5              # this many times the old limit
+RECOVERED = 2.5              # this many times the old limit (the solution: 100-136/s; the token bucket 94-156/s;
+                             # the planted window that never grows again: 10/s)
 SMALL_IN_FLIGHT = 3          # a second, fault-free run: order and the bound at another max_in_flight
 SMALL_OBJECTS = 24
 JITTERY = NetworkProfile("ex15-jitter", latency_s=0.02, jitter_s=0.015)   # answers arrive out of order
-# ---- step 5: store errors ----
-ERROR_TIMEOUT_S = 20.0
+# ---- step 5: store errors (within exercise 14's ERROR_TIMEOUT_S) ----
 ERROR_RETRY = (4, 0.01, 0.05)   # (max_attempts, base_delay_s, max_delay_s): a retried 403 or 404 shows as 4 GETs
 
 
@@ -437,17 +442,8 @@ def store_errors_name_what_and_where(ex: ModuleType) -> None:
         )
         for what, run, names, counted in cases:
             store.network.reset()
-            try:
-                with no_leaks(what):
-                    within(ERROR_TIMEOUT_S, what, run)
-            except (AssertionError, NotImplementedError):
-                raise
-            except Exception as err:
-                missing = [name for name in names if name not in str(err)]
-                assert not missing, (f"{what} raised {type(err).__name__}: {str(err)[:300]}; the message must name "
-                                     f"{' and '.join(repr(n) for n in names)}: what failed and where.")
-            else:
-                raise AssertionError(f"{what} raised no error: bad input must fail loudly.")
+            with no_leaks(what):
+                _expect_error(run, what, names, "bad input must fail loudly.")
             if counted is not None:
                 gets = _events_by_key(store.network.timeline()).get("/".join(counted), [])
                 assert len(gets) == 1, (
