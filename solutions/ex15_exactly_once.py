@@ -140,6 +140,8 @@ class _Transfer:
         """One GET for the bytes still missing; raises _Retryable or StoreError (never worth retrying)."""
         start = self.first + len(self.data)
         ranged = self.last is not None
+        if ranged and start > self.last:   # everything arrived before the read that raised
+            return
         request = {"Bucket": self.bucket, "Key": self.key}
         if ranged:
             request["Range"] = f"bytes={start}-{self.last}"
