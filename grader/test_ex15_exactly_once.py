@@ -11,15 +11,17 @@ pytestmark = [pytest.mark.usefixtures("s3_server"), pytest.mark.starts_processes
 
 @pytest.mark.step(1, "exactly once under faults")
 def test_cut_bodies_resume_from_where_they_stopped(grade):
-    """read_object over objects and byte ranges with 503s and cut bodies: the exact bytes; each cut body resumed by a
-    Range request from the first byte not received (the proxy sent each object's bytes once, not more)."""
+    """read_object over objects and byte ranges with 503 SlowDown answers and cut bodies: the exact bytes; each cut
+    body resumed by a Range request from the first byte not received (the proxy sent each object's bytes once, not
+    more); from a server that ignores Range, an error or the right bytes."""
     grade()
 
 
 @pytest.mark.step(1, "exactly once under faults")
 def test_retries_back_off_with_jitter_within_the_budget(grade):
     """Every request answered 503 SlowDown, with max_attempts 3 and 5: exactly max_attempts attempts per call, waits
-    within min(max_delay_s, base_delay_s x 2^(n-1)), growing with n and jittered; then an error naming the key."""
+    within min(max_delay_s, base_delay_s x 2^(n-1)), growing with n and jittered; then an error naming the key. A
+    server that closes every connection: max_attempts connections."""
     grade()
 
 

@@ -25,8 +25,8 @@ import psutil
 import pytest
 from aiohttp import web
 
-from loaderlab.storage.netem import (PROFILES, Network, NetworkProfile, NetworkStartError, emulated_network,
-                                     unit_draw)
+from loaderlab.storage.netem import (PROFILES, Event, Network, NetworkProfile, NetworkStartError, emulated_network,
+                                     rate_over_time, unit_draw)
 
 BUCKET = "bucket"
 PATTERN = bytes(range(251)) * 4096   # about 1 MB; offsets show (251 is prime)
@@ -261,6 +261,63 @@ def test_ignore_range_answers_200_with_the_whole_body(network: Network) -> None:
     signed = get(network, key, {"Range": "bytes=0-9", "Authorization": "AWS4-HMAC-SHA256 Credential=AK/x, "
                                                                        "SignedHeaders=host;range, Signature=00"})
     assert signed.status == 500 and b"NetemCannotSign" in signed.body, "a signed Range needs the server's keys"
+
+
+def test_the_timeline_says_when_each_request_came_what_it_asked_and_how_it_ended(network: Network) -> None:
+    get(network, "p0/obj-1000")
+    get(network, "p1/obj-300000", {"Range": "bytes=0-99"})
+    request(network, "GET", f"/{BUCKET}?list-type=2")
+    request(network, "HEAD", f"/{BUCKET}/p0/obj-1000")
+    get(network, "p0/not-an-object")   # the stand-in server answers 500
+    network.use(NetworkProfile("refused", p_slowdown=1.0))
+    get(network, "p2/obj-1000")
+    network.use(NetworkProfile("limited", prefix_gets_per_s=1))
+    get(network, "p3/obj-1000")
+    get(network, "p3/obj-1000")
+    network.use(NetworkProfile("cut", p_drop=1.0))
+    cut = get(network, "p4/obj-500000")
+    events = network.timeline()
+    assert [(e.method, e.key, e.byte_range, e.status, e.outcome) for e in events] == [
+        ("GET", f"{BUCKET}/p0/obj-1000", "", 200, "ok"),
+        ("GET", f"{BUCKET}/p1/obj-300000", "bytes=0-99", 206, "ok"),
+        ("GET", BUCKET, "", 200, "ok"),
+        ("HEAD", f"{BUCKET}/p0/obj-1000", "", 200, "ok"),
+        ("GET", f"{BUCKET}/p0/not-an-object", "", 500, "error"),
+        ("GET", f"{BUCKET}/p2/obj-1000", "", 503, "slowdown"),
+        ("GET", f"{BUCKET}/p3/obj-1000", "", 200, "ok"),
+        ("GET", f"{BUCKET}/p3/obj-1000", "", 503, "rate_limited"),
+        ("GET", f"{BUCKET}/p4/obj-500000", "", 200, "dropped"),
+    ], events
+    assert [e.bytes_sent for e in events[:2]] == [1000, 100] and events[-1].bytes_sent == len(cut.body)
+    assert [e.is_get for e in events[:4]] == [True, True, False, False]
+    times = [e.at_s for e in events]
+    assert times == sorted(times) and 0 <= times[0] < 1, times
+    network.reset()
+    assert network.timeline() == []
+    get(network, "p0/obj-1000")
+    assert len(network.timeline()) == 1 and network.timeline()[0].at_s < times[-1], "at_s counts from the reset"
+
+
+def test_the_timeline_of_requests_open_at_once_is_in_arrival_order(network: Network) -> None:
+    network.use(NetworkProfile("slow", latency_s=0.2))
+    with ThreadPoolExecutor(4) as pool:
+        opened = pool.submit(get, network, "p0/obj-1000")
+        time.sleep(0.1)
+        open_now = network.timeline()
+        opened.result(REQUEST_TIMEOUT_S)
+        list(pool.map(lambda i: get(network, f"p{i}/obj-100"), range(4)))
+    assert [(e.status, e.outcome) for e in open_now] == [(0, "open")], open_now
+    events = network.timeline()
+    assert [e.outcome for e in events] == ["ok"] * 5 and [e.at_s for e in events] == sorted(e.at_s for e in events)
+
+
+def test_rate_over_time_counts_arrivals_per_window() -> None:
+    events = [Event(at, "GET", "b/k", "", 200, "ok", 1) for at in (0.0, 0.05, 0.1, 0.45, 0.5, 1.2)]
+    assert rate_over_time(events, 0.5) == [(0.0, 8.0), (0.5, 2.0), (1.0, 2.0)]
+    assert rate_over_time(events, 0.5, start_s=0.25, end_s=0.75) == [(0.25, 4.0)]
+    assert rate_over_time([], 1.0) == [(0.0, 0.0)]
+    with pytest.raises(ValueError, match="window_s"):
+        rate_over_time(events, 0)
 
 
 def test_profiles_are_checked_and_named() -> None:

@@ -34,8 +34,9 @@ how many times the same (method, path, Range) was seen before since the last res
 generator), so a run replays whatever the concurrency. Only the prefix limit depends on timing, as S3's does.
 The path is the URL path with its query, less presigned URLs' X-Amz-* parameters (they change at each signing).
 
-Counters (`Stats`) are what the graders read. Control endpoints, never emulated nor counted, live under
-`/__netem/` (S3 bucket names cannot contain "_"): GET stats, POST reset, GET and PUT profile.
+Counters (`Stats`) and the timeline (`Event`: every request, in arrival order, with when it came, what it asked,
+how it ended and the bytes sent) are what the graders read. Control endpoints, never emulated nor counted, live
+under `/__netem/` (S3 bucket names cannot contain "_"): GET stats, GET timeline, POST reset, GET and PUT profile.
 
 `python -m loaderlab.storage.netem --upstream URL --profile NAME|JSON --port 0` listens on 127.0.0.1 only, prints
 one JSON line, {"port": ..., "pid": ...}, once it listens, and stops on SIGTERM or when its standard input closes
@@ -56,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -78,6 +80,7 @@ PACING_QUANTUM_S = 0.002      # a paced chunk is about this long on its connecti
 RATE_WINDOW_S = 1.0           # the prefix limit's sliding window
 MAX_KEYS_COUNTED = 100_000    # distinct keys in Stats.gets_by_key / bytes_by_key; GETs past it: Stats.uncounted_gets
 MAX_REQUESTS_REMEMBERED = 200_000   # distinct (method, path, Range) whose attempts are kept (least recently seen go)
+MAX_EVENTS_REMEMBERED = 100_000     # the timeline's length: past it the oldest events go (about 100 bytes each)
 CREDENTIAL_VARIABLES = ("LOADERLAB_NETEM_ACCESS_KEY", "LOADERLAB_NETEM_SECRET_KEY", "LOADERLAB_NETEM_REGION")
 HOP_BY_HOP = frozenset(h.lower() for h in ("Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
                                            "Transfer-Encoding", "Upgrade", "Expect"))
@@ -175,6 +178,46 @@ class Stats:
         return cls(**{f.name: data[f.name] for f in fields(cls)})
 
 
+OUTCOMES = ("ok", "slowdown", "rate_limited", "dropped", "error", "aborted", "open")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One request, as the proxy saw it (`Network.timeline()`)."""
+
+    at_s: float        # arrival at the proxy, seconds since the last reset
+    method: str        # "GET", "HEAD", ...
+    key: str           # "bucket/key" ("bucket" for a LIST, "" for the service)
+    byte_range: str    # the request's Range header, "" when none
+    status: int        # the status answered (503 for a SlowDown; a cut body keeps its 200/206; 0 while open)
+    outcome: str       # "ok"; "slowdown" (injected); "rate_limited" (the prefix limit); "dropped" (body cut by
+                       # p_drop); "error" (>= 400 from the server, the proxy's own 5xx, the server's body broken
+                       # off); "aborted" (the client went away mid-answer); "open" (not answered yet)
+    bytes_sent: int    # body bytes of the server's answer sent to the client (a SlowDown's XML not counted, as
+                       # in Stats.bytes_sent)
+
+    @property
+    def is_get(self) -> bool:
+        """A GET of an object (ranged or not), not of a bucket."""
+        return self.method == "GET" and "/" in self.key
+
+
+def rate_over_time(events: list[Event], window_s: float, start_s: float = 0.0,
+                   end_s: float | None = None) -> list[tuple[float, float]]:
+    """(window start, requests per second arriving in it) for consecutive windows of `window_s` from `start_s`
+    to `end_s` (default: the last event's arrival): the request rate over time, as a plot or a check reads it."""
+    if window_s <= 0:
+        raise ValueError(f"window_s must be positive, got {window_s}")
+    end_s = max((event.at_s for event in events), default=start_s) if end_s is None else end_s
+    windows = max(1, int((end_s - start_s) / window_s + 1 - 1e-9))
+    counts = [0] * windows
+    for event in events:
+        position = int((event.at_s - start_s) // window_s)
+        if 0 <= position < windows:
+            counts[position] += 1
+    return [(start_s + i * window_s, count / window_s) for i, count in enumerate(counts)]
+
+
 class Credentials(Protocol):
     """What the proxy needs to sign a request again (loaderlab.storage.server.Endpoint has it)."""
 
@@ -213,8 +256,13 @@ class Network:
         return Stats.from_json(self._control("GET", "stats"))
 
     def reset(self) -> None:
-        """Zero the counters, forget the attempts seen (the fault schedule starts again) and the rate windows."""
+        """Zero the counters and the timeline's clock, forget the timeline, the attempts seen (the fault schedule
+        starts again) and the rate windows."""
         self._control("POST", "reset")
+
+    def timeline(self) -> list[Event]:
+        """Every request since the last reset, in arrival order (the oldest dropped past MAX_EVENTS_REMEMBERED)."""
+        return [Event(*row) for row in self._control("GET", "timeline")["events"]]
 
     def use(self, profile: NetworkProfile | str) -> None:
         """Switch to another profile without a restart (requests already open keep the one they started with)."""
@@ -355,6 +403,25 @@ class Target:
         return self.method == "GET" and bool(self.key)
 
 
+class Record:
+    """An Event being written: made at arrival, its answer and bytes filled in as they happen."""
+
+    __slots__ = ("at_s", "method", "key", "byte_range", "status", "outcome", "bytes_sent")
+
+    def __init__(self, at_s: float, target: Target) -> None:
+        self.at_s, self.method, self.byte_range = at_s, target.method, target.byte_range
+        self.key = f"{target.bucket}/{target.key}" if target.key else target.bucket
+        self.status, self.outcome, self.bytes_sent = 0, "open", 0
+
+    def answered(self, status: int, outcome: str) -> None:
+        self.status, self.outcome = status, outcome
+
+    def row(self) -> list[Any]:
+        """The Event's fields, in order."""
+        return [round(self.at_s, 6), self.method, self.key, self.byte_range, self.status, self.outcome,
+                self.bytes_sent]
+
+
 class Proxy:
     """The proxy's state and its request handler (one event loop, so no locks)."""
 
@@ -373,6 +440,8 @@ class Proxy:
         self.in_flight = 0
         self.seen: collections.OrderedDict[tuple[str, str, str], int] = collections.OrderedDict()
         self.windows = SlidingWindow()
+        self.events: collections.deque[Record] = collections.deque(maxlen=MAX_EVENTS_REMEMBERED)
+        self.started = time.monotonic()   # the event loop's clock (asyncio's default is time.monotonic)
         self.total_bucket: TokenBucket | None = None
         self._set_total_bucket()
 
@@ -417,8 +486,9 @@ class Proxy:
         self.in_flight += 1
         counters["max_in_flight"] = max(counters["max_in_flight"], self.in_flight)
 
-    def count_bytes_sent(self, target: Target, size: int) -> None:
+    def count_bytes_sent(self, target: Target, record: Record, size: int) -> None:
         self.counters["bytes_sent"] += size
+        record.bytes_sent += size
         name = f"{target.bucket}/{target.key}"
         if target.is_object_get and (name in self.bytes_by_key or len(self.bytes_by_key) < MAX_KEYS_COUNTED):
             self.bytes_by_key[name] = self.bytes_by_key.get(name, 0) + size
@@ -448,26 +518,30 @@ class Proxy:
                                          target.byte_range, attempt, purpose)
         first_byte_at = arrived + max(0.0, profile.latency_s + profile.jitter_s * (2 * draw("jitter") - 1))
         self.count(target)
+        record = Record(arrived - self.started, target)
+        self.events.append(record)
         try:
             if (profile.prefix_gets_per_s is not None and target.method in ("GET", "HEAD") and target.key
                     and not self.windows.admit(target.prefix, profile.prefix_gets_per_s, arrived)):
                 self.counters["rate_limited"] += 1
-                return await self.slowdown(request, target, first_byte_at, web)
+                return await self.slowdown(request, target, record, "rate_limited", first_byte_at, web)
             if draw("slowdown") < profile.p_slowdown:
                 self.counters["injected_slowdowns"] += 1
-                return await self.slowdown(request, target, first_byte_at, web)
-            return await self.forward(request, target, profile, first_byte_at, draw, web)
+                return await self.slowdown(request, target, record, "slowdown", first_byte_at, web)
+            return await self.forward(request, target, record, profile, first_byte_at, draw, web)
         finally:
             self.in_flight -= 1
 
-    async def slowdown(self, request: Any, target: Target, first_byte_at: float, web: Any) -> Any:
+    async def slowdown(self, request: Any, target: Target, record: Record, outcome: str, first_byte_at: float,
+                       web: Any) -> Any:
         await sleep_until(first_byte_at)
+        record.answered(503, outcome)
         resource = f"/{target.bucket}/{target.key}" if target.key else f"/{target.bucket}"
         body = SLOWDOWN_XML.format(resource=resource, request_id=f"{self.counters['requests']:08d}")
         return web.Response(status=503, reason="Slow Down", body=body.encode(), content_type="application/xml")
 
-    async def forward(self, request: Any, target: Target, profile: NetworkProfile, first_byte_at: float,
-                      draw: Any, web: Any) -> Any:
+    async def forward(self, request: Any, target: Target, record: Record, profile: NetworkProfile,
+                      first_byte_at: float, draw: Any, web: Any) -> Any:
         import aiohttp
         from yarl import URL
         headers = [(name, value) for name, value in request.headers.items() if name.lower() not in HOP_BY_HOP]
@@ -476,7 +550,7 @@ class Proxy:
             headers = [(name, value) for name, value in headers if name.lower() != "range"]
             if "range" in signed_headers(request):
                 if self.credentials is None:
-                    return await self.cannot_sign(first_byte_at, web)
+                    return await self.cannot_sign(record, first_byte_at, web)
                 headers = sign_again(request.method, str(url), headers, self.credentials)
         body = None
         if request.body_exists:
@@ -488,11 +562,13 @@ class Proxy:
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
             self.counters["errors"] += 1
             await sleep_until(first_byte_at)
+            record.answered(502, "error")
             return web.Response(status=502, text=f"netem: the upstream server {self.upstream_url} did not answer: "
                                                  f"{type(error).__name__}: {error}")
         async with upstream:
             self.counters["errors"] += upstream.status >= 400
             await sleep_until(first_byte_at)
+            record.answered(upstream.status, "error" if upstream.status >= 400 else "open")
             answer = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for name, value in upstream.headers.items():
                 if name.lower() not in HOP_BY_HOP:
@@ -504,16 +580,17 @@ class Proxy:
                 drop_at = 1 + int(draw("drop at") * (length - 1))
             try:
                 await answer.prepare(request)
-                await self.send_body(request, upstream, answer, target, profile, drop_at)
+                await self.send_body(request, upstream, answer, target, record, profile, drop_at)
             except ConnectionError:   # the client went away: nothing to answer
-                pass
+                record.outcome = "aborted"
             except (aiohttp.ClientError, asyncio.TimeoutError):   # the server's body broke off: so does ours
                 self.counters["errors"] += 1
+                record.outcome = "error"
                 end_stream(request)
             return answer
 
-    async def send_body(self, request: Any, upstream: Any, answer: Any, target: Target, profile: NetworkProfile,
-                        drop_at: int | None) -> None:
+    async def send_body(self, request: Any, upstream: Any, answer: Any, target: Target, record: Record,
+                        profile: NetworkProfile, drop_at: int | None) -> None:
         loop = asyncio.get_running_loop()
         rate = profile.connection_bytes_per_s
         paced = rate is not None or self.total_bucket is not None
@@ -533,16 +610,20 @@ class Proxy:
                 await sleep_until(due)
             await answer.write(chunk)
             sent += len(chunk)
-            self.count_bytes_sent(target, len(chunk))
+            self.count_bytes_sent(target, record, len(chunk))
             if drop_at is not None and sent >= drop_at:
                 self.counters["drops"] += 1
+                record.outcome = "dropped"
                 end_stream(request)
                 return
         await answer.write_eof()
+        if record.outcome == "open":
+            record.outcome = "ok"
 
-    async def cannot_sign(self, first_byte_at: float, web: Any) -> Any:
+    async def cannot_sign(self, record: Record, first_byte_at: float, web: Any) -> Any:
         self.counters["errors"] += 1
         await sleep_until(first_byte_at)
+        record.answered(500, "error")
         body = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NetemCannotSign</Code><Message>ignore_range '
                 'must remove a signed Range header and sign the request again, but the proxy has no keys: start it '
                 'with emulated_network(endpoint, ...) (an Endpoint, not a URL)</Message></Error>')
@@ -552,6 +633,8 @@ class Proxy:
         what = request.path[len(CONTROL_PREFIX):]
         if what == "stats" and request.method == "GET":
             return web.json_response(self.stats())
+        if what == "timeline" and request.method == "GET":
+            return web.json_response({"events": [record.row() for record in self.events]})
         if what == "reset" and request.method == "POST":
             self.reset()
             return web.json_response({})
