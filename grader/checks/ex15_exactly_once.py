@@ -355,8 +355,9 @@ def slowdowns_lower_the_rate_then_it_recovers(ex: ModuleType) -> None:
 
         def run() -> None:
             lift.start()
-            items = read_objects(store.endpoint, bucket, keys, BACKPRESSURE_IN_FLIGHT, retry)
+            items: Any = None
             try:
+                items = read_objects(store.endpoint, bucket, keys, BACKPRESSURE_IN_FLIGHT, retry)
                 for data in items:
                     got.append(data)
                     if lifted and time.monotonic() - reset_at > lifted[0] + RECOVERY_S and len(got) < len(keys):
@@ -367,8 +368,10 @@ def slowdowns_lower_the_rate_then_it_recovers(ex: ModuleType) -> None:
             except Exception as err:   # judged after the rate, which says why
                 failure.append(err)
             finally:
+                lift.cancel()   # ended before the lift: nothing left to lift
                 lift.join()
-                items.close()
+                if hasattr(items, "close"):
+                    items.close()
 
         store.network.reset()
         reset_at = time.monotonic()
