@@ -33,7 +33,7 @@ Contract (the grader checks each point; [n] is the step that checks it):
   samples (the last may be short, the same on every rank), including a rank that gets no whole shard; together the
   ranks yield every sample at least once, and the fewest repeats that even them out (at most `world_size` - 1:
   the documented padding); the order depends on (seed, epoch) alone: not on `num_workers`, not on the run;
-- [3] under the `flaky` profile, `RemoteEpochs` yields every sample of the epoch exactly once, in the order the
+- [3] under the `flaky` profile's faults, `RemoteEpochs` yields every sample of the epoch exactly once, in the order the
   same epoch has without faults, with at most 1.3x the requests of that fault-free epoch;
 - [3] on real ranks joined by gloo, each rank running a collective after every batch, none is left waiting;
 - [4] `state_dict()` returns a new dict of plain data (it goes through json) that holds the position of the samples
