@@ -16,7 +16,10 @@ per image, stand beside the speed.
 Two ceilings, every row its share of each: the network's, the profile's total bandwidth over the mean bytes of an
 image (what a loader with enough requests in flight could receive; per-request latency is each entry's own
 problem), and the local full-decode ceiling (`decode-only`, Pillow on a thread per core, on the same images read
-from the local disk); the lower of the two is the one the course's best loader is measured against.
+from the local disk); the lower of the two is the one the course's best loader is measured against. Beside them,
+`local-crop`: the course's crop (the one its remote loaders use) on the same local files, a batch on threads, the
+same work with a network that costs nothing, so a row's distance to the decode ceiling splits into the crop's share
+and the network's.
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ from loaderlab.machine import usable_cores
 from loaderlab.paths import dataset_dir
 from loaderlab.tar_shards import LABEL_SUFFIX
 
-from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Setup, peer_pin
+from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Setup, _Reiterable, peer_pin
+from league.table import (RESULT_PREFIX, GateFailure, Row, _builder, _has_module, child_result, crashed, gate,
+                          gate_all, rotated)
 
 NETWORK_PROFILE = "region"
 SPLIT = "train"
@@ -134,14 +139,6 @@ def decoded_batches(items: Iterable[tuple[str, bytes, int]], batch_size: int,
                 yield batch(batch_size)
         while pending:
             yield batch(min(batch_size, len(pending)))
-
-
-class _Reiterable:
-    def __init__(self, make: Callable[[], Iterator[Any]]) -> None:
-        self.make = make
-
-    def __iter__(self) -> Iterator[Any]:
-        return self.make()
 
 
 # ---- the course's loaders ---------------------------------------------------------------------------------------
@@ -369,7 +366,12 @@ REMOTE_ENTRIES = [
           learner=True, requires=()),
     Entry("yours-ex15", "your ex15's RemoteEpochs", "league.remote:ex15_yours", learner=True, requires=()),
 ]
-REMOTE_BY_NAME = {e.name: e for e in [CEILING, *REMOTE_ENTRIES]}
+# The same crop on the same images read from the local disk: what the course's remote loaders would reach with a
+# network that costs nothing (their decode is this crop), beside the decode ceiling that the crop itself stays under.
+LOCAL_CROP = Entry("local-crop", "local reference: the same crop (ex04's draft crop), a batch on threads, local files",
+                   "league.entries:thread_batches_main")
+LOCAL_ROWS = (CEILING, LOCAL_CROP)
+REMOTE_BY_NAME = {e.name: e for e in [CEILING, LOCAL_CROP, *REMOTE_ENTRIES]}
 
 
 # ---- one entry in its own process -------------------------------------------------------------------------------
@@ -380,11 +382,9 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
     from loaderlab.bench import count_batch, measure
     from loaderlab.storage.netem import Network
 
-    from league.table import GateFailure, _builder, gate
-
     build = _builder(entry)
     local = Setup(Path(setup.root), Path(setup.root), setup.batch_size)
-    source = local if entry is CEILING else setup
+    source = local if entry in LOCAL_ROWS else setup
     try:
         if mode == "check":
             return {"status": "passed", "note": gate(build(source), list_samples(setup.root), setup.batch_size)}
@@ -407,8 +407,6 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
 
 def child_main(name: str, setup_file: Path, mode: str) -> None:
     """`python -m league.table --child NAME --remote FILE --mode M`: one gate or timed pass, its result printed."""
-    from league.table import RESULT_PREFIX, crashed
-
     try:
         result = run_remote_child(REMOTE_BY_NAME[name], RemoteSetup.load(setup_file), mode)
     except Exception as err:  # reported as the entry's crash
@@ -422,28 +420,18 @@ def child_main(name: str, setup_file: Path, mode: str) -> None:
 
 def in_child(entry: Entry, setup_file: Path, mode: str) -> dict[str, Any]:
     """One gate or timed pass of `entry` in a fresh process."""
-    from league.table import child_result
-
     return child_result(["--child", entry.name, "--mode", mode, "--remote", str(setup_file)])
 
 
 # ---- the league ---------------------------------------------------------------------------------------------------
 
 @dataclass
-class RemoteRow:
-    name: str
-    title: str
-    status: str                # ranked, ceiling, rejected, not started, not available, not installed, crashed
-    note: str = ""
-    brief: str = ""
-    yours: bool = False
-    images_per_s: list[float] = field(default_factory=list)
+class RemoteRow(Row):
+    """A league row (status also "not available": the course's own loader is not in this checkout yet; "reference":
+    local-crop) with the proxy's counts per image of each timed pass."""
+
     requests_per_image: list[float] = field(default_factory=list)
     bytes_per_image: list[float] = field(default_factory=list)
-
-    @property
-    def median(self) -> float | None:
-        return statistics.median(self.images_per_s) if self.images_per_s else None
 
 
 def league_index(index: dict[str, Any], images: int | None) -> dict[str, Any]:
@@ -464,8 +452,8 @@ def run_remote_league(profile: str, rounds: int, images: int | None, names: list
     from loaderlab.tar_shards import sample_key
 
     entries = [REMOTE_BY_NAME[n] for n in names]
-    rows = {e.name: RemoteRow(e.name, e.title, "ceiling" if e is CEILING else "ranked", yours=e.learner)
-            for e in entries}
+    rows = {e.name: RemoteRow(e.name, e.title, "ceiling" if e is CEILING else "reference" if e is LOCAL_CROP
+                              else "ranked", yours=e.learner) for e in entries}
     network_profile = PROFILES[NETWORK_PROFILE]
     with shared_server() as endpoint:
         dataset = upload_dataset(endpoint, profile)
@@ -490,24 +478,9 @@ def run_remote_league(profile: str, rounds: int, images: int | None, names: list
                                 tuple(s["key"] for s in index["shards"]), str(root))
             setup_file = Path(work) / "setup.json"
             setup.save(setup_file)
-            timed = []
-            for entry in entries:
-                row = rows[entry.name]
-                if not entry.build or not all(_has_module(name) for name in entry.requires):
-                    row.status, row.note = "not installed", entry.install
-                    continue
-                if entry is not CEILING:
-                    verdict = run_entry(entry, setup_file, "check")
-                    if verdict["status"] != "passed":
-                        row.status, row.note, row.brief = verdict["status"], verdict.get("note", ""), verdict.get("brief", "")
-                        log(f"  {entry.name}: {row.status}: {row.note}")
-                        if row.status != "rejected":
-                            continue
-                    row.note = "; ".join(filter(None, [entry.note, verdict["note"]]))
-                timed.append(entry)
+            timed = gate_all(entries, rows, lambda entry: run_entry(entry, setup_file, "check"), (CEILING,), log)
             for number in range(rounds):
-                order = timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
-                for entry in order:
+                for entry in rotated(timed, number):
                     result = run_entry(entry, setup_file, "time")
                     row = rows[entry.name]
                     if result["status"] not in ("timed", "rejected"):
@@ -525,12 +498,6 @@ def run_remote_league(profile: str, rounds: int, images: int | None, names: list
             "network_ceiling": network_ceiling, "decode_ceiling": decode_ceiling,
             "ceiling": min(filter(None, (network_ceiling, decode_ceiling))),
             "rows": [asdict(r) | {"median": r.median} for r in rows.values()]}
-
-
-def _has_module(name: str) -> bool:
-    from league.table import _has_module as has
-
-    return has(name)
 
 
 def peer_versions() -> dict[str, str]:
@@ -558,8 +525,8 @@ def table(league: dict[str, Any]) -> str:
              f"{profile['prefix_gets_per_s']:.0f} GET/s a prefix; {league['mean_bytes_per_image'] / 1e3:.1f} kB an image",
              f"{'entry':<17} {'img/s':>7} {'spread':>10} {'of net':>7} {'of dec':>7} {'req/img':>8} {'kB/img':>7}  note"]
     rows = league["rows"]
-    ranked = sorted((r for r in rows if r["status"] in ("ranked", "ceiling") and r["median"]),
-                    key=lambda r: (r["status"] == "ceiling", -r["median"]))
+    ranked = sorted((r for r in rows if r["status"] in ("ranked", "reference", "ceiling") and r["median"]),
+                    key=lambda r: (r["status"] != "ranked", -r["median"]))
 
     def figures(r: dict[str, Any]) -> str:
         if not r["median"]:
@@ -567,7 +534,7 @@ def table(league: dict[str, Any]) -> str:
         shares = " ".join(f"{r['median'] / c:>7.0%}" if c else f"{'-':>7}" for c in (net, decode))
         counts = (f"{statistics.median(r['requests_per_image']):>8.3f} "
                   f"{statistics.median(r['bytes_per_image']) / 1e3:>7.1f}" if r["requests_per_image"] and
-                  r["status"] != "ceiling" else f"{'-':>8} {'-':>7}")
+                  r["status"] == "ranked" else f"{'-':>8} {'-':>7}")
         spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}"
         return f"{r['median']:>7.0f} {spread:>10} {shares} {counts}"
 

@@ -50,7 +50,6 @@ from loaderlab.machine import usable_cores
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile, dataset_dir
 from loaderlab.tar_shards import sample_key, write_tar_shards
 
-from league import remote
 from league.entries import BATCH, BY_NAME, CEILINGS, ENTRIES, Entry, Setup
 
 PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
@@ -232,24 +231,9 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
         setup = Setup(root, Path(shards))
         if any(e.reads_shards for e in entries):
             _write_shards(root, setup.shards)
-        timed = []
-        for entry in entries:
-            row = rows[entry.name]
-            if not all(_has_module(name) for name in entry.requires):
-                row.status, row.note = "not installed", entry.install
-                continue
-            if entry not in CEILINGS:
-                verdict = run_entry(entry, setup, "check")
-                if verdict["status"] != "passed":
-                    row.status, row.note, row.brief = verdict["status"], verdict.get("note", ""), verdict.get("brief", "")
-                    log(f"  {entry.name}: {row.status}: {row.note}")
-                    if row.status != "rejected":
-                        continue  # a rejected peer is still timed, to be shown beside the ranking, never in it
-                row.note = "; ".join(filter(None, [entry.note, verdict["note"]]))
-            timed.append(entry)
+        timed = gate_all(entries, rows, lambda entry: run_entry(entry, setup, "check"), CEILINGS, log)
         for number in range(rounds):
-            order = timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
-            for entry in order:
+            for entry in rotated(timed, number):
                 result = run_entry(entry, setup, "time")
                 if result["status"] not in ("timed", "rejected"):
                     rows[entry.name].status, rows[entry.name].note = result["status"], result.get("note", "")
@@ -261,6 +245,33 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
             "cores": usable_cores(), "date": time.strftime("%Y-%m-%d"), "ceiling": ceiling,
             "window_ceiling": window_ceiling,
             "rows": [asdict(r) | {"median": r.median} for r in rows.values()]}
+
+
+def gate_all(entries: list[Entry], rows: dict[str, Any], check: Callable[[Entry], dict[str, Any]],
+             ceilings: Iterable[Entry], log: Callable[[str], None]) -> list[Entry]:
+    """Gate each entry (`check(entry)`, the ceilings excepted), writing the verdicts into `rows`; the entries to time:
+    those that passed, the ceilings, and the rejected (timed to be shown beside the ranking, never in it)."""
+    timed = []
+    for entry in entries:
+        row = rows[entry.name]
+        if not entry.build or not all(_has_module(name) for name in entry.requires):
+            row.status, row.note = "not installed", entry.install
+            continue
+        if entry not in ceilings:
+            verdict = check(entry)
+            if verdict["status"] != "passed":
+                row.status, row.note, row.brief = verdict["status"], verdict.get("note", ""), verdict.get("brief", "")
+                log(f"  {entry.name}: {row.status}: {row.note}")
+                if row.status != "rejected":
+                    continue
+            row.note = "; ".join(filter(None, [entry.note, verdict["note"]]))
+        timed.append(entry)
+    return timed
+
+
+def rotated(timed: list[Entry], number: int) -> list[Entry]:
+    """Round `number`'s order: the entries rotated by it, so none always runs first."""
+    return timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
 
 
 def _has_module(name: str) -> bool:
@@ -349,6 +360,8 @@ def _short_reason(row: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from league import remote  # it imports this module
+
     parser = argparse.ArgumentParser(prog="python -m league", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default=None, help="dataset profile (default: $LOADERLAB_PROFILE or workshop)")
     parser.add_argument("--rounds", type=int, default=3)
