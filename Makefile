@@ -40,12 +40,12 @@ progress: $(INSTALLED)  ## where you are: every exercise and step from your save
 capstone: $(INSTALLED)  ## train your exercise-11 script for the profile's full epoch budget: time to accuracy, images/s and data stall per epoch, saved to .grader/capstone.json
 	$(PY) -m grader.capstone
 
-league: $(INSTALLED) data  ## the league table on PROFILE's data: the course's loaders beside torchvision, tf.data, webdataset, OpenCV, torchcodec, SPDL and DALI (the last three after `make league-peers`) and two decode-only ceilings (.grader/league.json and .png)
-	LOADERLAB_PROFILE=$(PROFILE) $(PY) -m league
+league: $(INSTALLED) data  ## the league table on PROFILE's data: the course's loaders beside torchvision, tf.data, webdataset, OpenCV, torchcodec, SPDL and DALI (the last three after `make league-peers`) and two decode-only ceilings (.grader/league.json and .png); SOURCE=s3: from module 10's S3 server through the `region` proxy, beside the naive per-object DataLoader, webdataset over HTTP, obstore and s3torchconnector (.grader/league-s3.json and .png)
+	LOADERLAB_PROFILE=$(PROFILE) $(PY) -m league $(if $(SOURCE),--source $(SOURCE))
 
 # The league's optional peers live in requirements-peers.txt (DALI: a 424 MB wheel, Linux only; SPDL: FFmpeg's libraries
 # from the system), out of the lock.
-league-peers: $(INSTALLED)  ## the league's optional peers (requirements-peers.txt): NVIDIA DALI (Linux only), torchcodec, SPDL (needs FFmpeg 4-8)
+league-peers: $(INSTALLED)  ## the league's optional peers (requirements-peers.txt): NVIDIA DALI (Linux only), torchcodec, SPDL (needs FFmpeg 4-8), s3torchconnector (Linux only)
 	$(INSTALL) install -r requirements-peers.txt --installer $(INSTALLER)
 
 playbook: $(INSTALLED)  ## the page you keep: this machine, your measured figures per module, the capstone's run (.grader/playbook.md and .html)

@@ -55,6 +55,7 @@ from league.entries import BATCH, BY_NAME, CEILINGS, ENTRIES, Entry, Setup
 PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
 CHILD_TIMEOUT_S = 300
 RESULT_PREFIX = "LEAGUE-RESULT "
+LOCAL_IMAGES = 640          # the local league's default
 
 
 # ---- the gate (in the entry's process) --------------------------------------------------------------
@@ -175,9 +176,13 @@ def _child_main(args: argparse.Namespace) -> None:
 
 
 def _in_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
+    return child_result(["--child", entry.name, "--mode", mode, "--root", str(setup.root), "--shards", str(setup.shards)])
+
+
+def child_result(arguments: list[str]) -> dict[str, Any]:
+    """Run `python -m league.table ARGUMENTS` (one entry's gate or timed pass) in a fresh process; its result."""
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "league.table", "--child", entry.name, "--mode", mode,
-               "--root", str(setup.root), "--shards", str(setup.shards)]
+    command = [sys.executable, "-m", "league.table", *arguments]
     try:
         done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -226,24 +231,9 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
         setup = Setup(root, Path(shards))
         if any(e.reads_shards for e in entries):
             _write_shards(root, setup.shards)
-        timed = []
-        for entry in entries:
-            row = rows[entry.name]
-            if not all(_has_module(name) for name in entry.requires):
-                row.status, row.note = "not installed", entry.install
-                continue
-            if entry not in CEILINGS:
-                verdict = run_entry(entry, setup, "check")
-                if verdict["status"] != "passed":
-                    row.status, row.note, row.brief = verdict["status"], verdict.get("note", ""), verdict.get("brief", "")
-                    log(f"  {entry.name}: {row.status}: {row.note}")
-                    if row.status != "rejected":
-                        continue  # a rejected peer is still timed, to be shown beside the ranking, never in it
-                row.note = "; ".join(filter(None, [entry.note, verdict["note"]]))
-            timed.append(entry)
+        timed = gate_all(entries, rows, lambda entry: run_entry(entry, setup, "check"), CEILINGS, log)
         for number in range(rounds):
-            order = timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
-            for entry in order:
+            for entry in rotated(timed, number):
                 result = run_entry(entry, setup, "time")
                 if result["status"] not in ("timed", "rejected"):
                     rows[entry.name].status, rows[entry.name].note = result["status"], result.get("note", "")
@@ -255,6 +245,33 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
             "cores": usable_cores(), "date": time.strftime("%Y-%m-%d"), "ceiling": ceiling,
             "window_ceiling": window_ceiling,
             "rows": [asdict(r) | {"median": r.median} for r in rows.values()]}
+
+
+def gate_all(entries: list[Entry], rows: dict[str, Any], check: Callable[[Entry], dict[str, Any]],
+             ceilings: Iterable[Entry], log: Callable[[str], None]) -> list[Entry]:
+    """Gate each entry (`check(entry)`, the ceilings excepted), writing the verdicts into `rows`; the entries to time:
+    those that passed, the ceilings, and the rejected (timed to be shown beside the ranking, never in it)."""
+    timed = []
+    for entry in entries:
+        row = rows[entry.name]
+        if not entry.build or not all(_has_module(name) for name in entry.requires):
+            row.status, row.note = "not installed", entry.install
+            continue
+        if entry not in ceilings:
+            verdict = check(entry)
+            if verdict["status"] != "passed":
+                row.status, row.note, row.brief = verdict["status"], verdict.get("note", ""), verdict.get("brief", "")
+                log(f"  {entry.name}: {row.status}: {row.note}")
+                if row.status != "rejected":
+                    continue
+            row.note = "; ".join(filter(None, [entry.note, verdict["note"]]))
+        timed.append(entry)
+    return timed
+
+
+def rotated(timed: list[Entry], number: int) -> list[Entry]:
+    """Round `number`'s order: the entries rotated by it, so none always runs first."""
+    return timed[number % len(timed):] + timed[: number % len(timed)] if timed else []
 
 
 def _has_module(name: str) -> bool:
@@ -322,9 +339,11 @@ def league_bars(league: dict[str, Any], highlight: Iterable[str] = (), ax: Any =
         reason = f"  not ranked: {_short_reason(r)}" if r in greyed else ""
         ax.text(r["median"], row, f" {r['median']:.0f}{reason}", va="center", fontsize="small",
                 color="#777777" if r in greyed else "black")
-    ceilings = [(value, style, label) for value, style, label in (
-        (league["ceiling"], "--", "decode only, full size"),
-        (league.get("window_ceiling"), ":", "decode only, smallest DCT scale")) if value]
+    limits = ([(league["network_ceiling"], "--", f"network model ({league['network_profile']['name']})"),
+               (league["decode_ceiling"], ":", "decode only, full size, local")] if league.get("source") == "s3" else
+              [(league["ceiling"], "--", "decode only, full size"),
+               (league.get("window_ceiling"), ":", "decode only, smallest DCT scale")])
+    ceilings = [(value, style, label) for value, style, label in limits if value]
     for value, style, label in ceilings:
         ax.axvline(value, color="#c44e52", linestyle=style, label=f"{label}: {value:.0f}/s")
     ax.set_xlim(0, 1.6 * max([*medians, *(value for value, _, _ in ceilings)], default=1))  # room for the labels
@@ -341,30 +360,49 @@ def _short_reason(row: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from league import remote  # it imports this module
+
     parser = argparse.ArgumentParser(prog="python -m league", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default=None, help="dataset profile (default: $LOADERLAB_PROFILE or workshop)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--images", type=int, default=640)
-    parser.add_argument("--entries", default=None, help=f"comma-separated, of: {', '.join(BY_NAME)}")
-    parser.add_argument("--out", type=Path, default=GRADER_DIR / "league.json", help="the JSON; the PNG goes beside it")
+    parser.add_argument("--images", type=int, default=None, help="local: default 640; s3: default the whole split")
+    parser.add_argument("--source", choices=("local", "s3"), default="local",
+                        help="local: the dataset's files; s3: module 10's S3 server through the proxy's "
+                             f"'{remote.NETWORK_PROFILE}' profile (league.remote)")
+    parser.add_argument("--entries", default=None, help=f"comma-separated, of: {', '.join(BY_NAME)} (local); "
+                        f"{', '.join(remote.REMOTE_BY_NAME)} (s3)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON (default .grader/league.json, or league-s3.json); the PNG goes beside it")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=("check", "time"), help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     parser.add_argument("--shards", help=argparse.SUPPRESS)
+    parser.add_argument("--remote", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child and args.remote:
+        remote.child_main(args.child, Path(args.remote), args.mode)
     if args.child:
         _child_main(args)
-    names = args.entries.split(",") if args.entries else [c.name for c in CEILINGS] + [e.name for e in ENTRIES]
-    unknown = [n for n in names if n not in BY_NAME]
+    s3 = args.source == "s3"
+    roster = remote.REMOTE_BY_NAME if s3 else BY_NAME
+    default = [e.name for e in remote.REMOTE_BY_NAME.values()] if s3 else [c.name for c in CEILINGS] + [e.name for e in ENTRIES]
+    names = args.entries.split(",") if args.entries else default
+    unknown = [n for n in names if n not in roster]
     if unknown:
-        parser.error(f"unknown entries {unknown}; choose from {', '.join(BY_NAME)}")
-    if args.rounds < 1 or args.images < 1:
+        parser.error(f"unknown entries {unknown} for --source {args.source}; choose from {', '.join(roster)}")
+    if args.rounds < 1 or (args.images is not None and args.images < 1):
         parser.error("--rounds and --images must be at least 1")
-    league = run_league(args.profile or active_profile(), args.rounds, args.images, names)
-    print(table(league))
+    profile = args.profile or active_profile()
+    if s3:
+        league = remote.run_remote_league(profile, args.rounds, args.images, names)
+        print(remote.table(league))
+    else:
+        league = run_league(profile, args.rounds, args.images or LOCAL_IMAGES, names)
+        print(table(league))
     missing = [r for r in league["rows"] if r["status"] == "not installed"]
     if missing:
         print("\nNot installed: " + "; ".join(f"{r['name']} ({r['note']})" for r in missing))
+    args.out = args.out or GRADER_DIR / ("league-s3.json" if s3 else "league.json")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(league, indent=2))
     import matplotlib

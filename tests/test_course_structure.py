@@ -39,6 +39,8 @@ SHIPPED = ("exercises", "grader", "loaderlab", "league", "data_gen", "notebooks"
 MAY_IMPORT_SOLUTIONS = {
     "league/entries.py": "the league is an application above the library: it compares the course's loaders with the "
                        "solutions where they exist, and lists them as not installed in a learner's copy",
+    "league/remote.py": "the league from object storage, as league/entries.py: the solutions where they exist, "
+                        "not installed in a learner's copy",
 }
 
 

@@ -163,3 +163,70 @@ def test_the_league_writes_module_06s_shards_that_the_solution_reads(tmp_path: P
         keys = [item.key for item in ShardDataset(tmp_path, shuffle=False)]
         expected = [s.path.relative_to(root).with_suffix("").as_posix() for s in league.list_samples(root)]
         assert keys == expected and len(list(tmp_path.glob("shard-*.tar"))) > 1
+
+
+# ---- the league from object storage (league.remote) ----------------------------------------------------------------
+
+def _in_this_process(entry: entries.Entry, setup_file: Path, mode: str) -> dict:
+    from league import remote
+
+    return remote.run_remote_child(entry, remote.RemoteSetup.load(setup_file), mode)
+
+
+@pytest.mark.usefixtures("s3_server")
+def test_the_remote_league_gates_and_times_through_the_proxy_and_says_what_is_absent() -> None:
+    """One round on ci's first 16 training images from the session's S3 server through the region proxy (in this
+    process: the fresh processes cost more than the league): exercise 14's shard reader passes the gate and is
+    timed with the proxy's counts (one GET per 16-sample shard), exercise 15's absent or unstarted answers and the
+    uninstallable peers say so, and the ceilings are the network model and the local decode."""
+    from league import remote
+
+    result = remote.run_remote_league("ci", 1, 16, ["decode-only", "ex14-shards", "ex15", "yours-ex15", "s3fs",
+                                                    "mosaic-streaming"], log=lambda line: None,
+                                      run_entry=_in_this_process)
+    rows = {row["name"]: row for row in result["rows"]}
+    shards = rows["ex14-shards"]
+    assert shards["status"] == "ranked" and "uint8 NCHW" in shards["note"], shards
+    assert shards["requests_per_image"] == [1 / 16] and shards["bytes_per_image"][0] > result["mean_bytes_per_image"]
+    assert rows["ex15"]["status"] in ("not available", "ranked"), rows["ex15"]
+    assert rows["yours-ex15"]["status"] == "not started" and rows["yours-ex15"]["yours"]
+    for name in ("s3fs", "mosaic-streaming"):
+        assert rows[name]["status"] == "not installed" and "lock pins" in rows[name]["note"]
+    assert result["images"] == 16 and result["network_profile"]["name"] == "region"
+    assert result["network_ceiling"] == pytest.approx(200e6 / result["mean_bytes_per_image"])
+    assert result["ceiling"] == min(result["network_ceiling"], rows["decode-only"]["median"])
+    assert "network ceiling" in remote.table(result)
+
+
+def test_the_leagues_index_is_the_splits_cut_to_its_first_images() -> None:
+    from league import remote
+
+    index = {"split": "train", "samples": [{"key": f"k{i}", "shard": f"s{i // 2}"} for i in range(6)],
+             "shards": [{"key": f"s{i}"} for i in range(3)]}
+    cut = remote.league_index(index, 3)
+    assert [s["key"] for s in cut["samples"]] == ["k0", "k1", "k2"] and [s["key"] for s in cut["shards"]] == ["s0", "s1"]
+    assert remote.league_index(index, None) == index
+
+
+def test_the_command_line_refuses_an_entry_of_the_other_source(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        league.main(["--source", "s3", "--entries", "dali"])
+    assert exited.value.code == 2 and "unknown entries ['dali'] for --source s3" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        league.main(["--source", "ftp"])
+    with pytest.raises(SystemExit):
+        league.main(["--source", "s3", "--images", "0"])
+
+
+def test_every_remote_peer_says_how_to_add_it_or_why_it_cannot_be() -> None:
+    """s3torchconnector's row names `make league-peers` and its pin in requirements-peers.txt; s3fs and Mosaic
+    Streaming, which cannot install beside the lock, say why (requirements-peers.txt's comment says the same)."""
+    from league import remote
+
+    install = remote.REMOTE_BY_NAME["s3torchconnector"].install
+    assert install.startswith(entries.PEERS_COMMAND) and entries.peer_pin("s3torchconnector") in install
+    peers = entries.PEERS_FILE.read_text()
+    for name in ("s3fs", "mosaic-streaming"):
+        entry = remote.REMOTE_BY_NAME[name]
+        assert not entry.build and "lock pins" in entry.install
+    assert "aiobotocore" in peers and "numpy<2.2.0" in peers
