@@ -47,7 +47,7 @@ from loaderlab.paths import dataset_dir
 from loaderlab.tar_shards import LABEL_SUFFIX
 
 from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Setup, _Reiterable, peer_pin
-from league.table import (RESULT_PREFIX, GateFailure, Row, _builder, _has_module, child_result, crashed, gate,
+from league.table import (RESULT_PREFIX, GateFailure, Row, _builder, child_result, crashed, gate,
                           gate_all, rotated)
 
 NETWORK_PROFILE = "region"
@@ -97,10 +97,6 @@ class RemoteSetup:
         return cls(**data)
 
 
-class NotAvailable(RuntimeError):
-    """The course's own loader is not in this checkout yet (exercise 15's solution lands later)."""
-
-
 # ---- shared pieces: tar members, decoding threads ---------------------------------------------------------------
 
 def tar_samples(data: bytes) -> Iterator[tuple[str, bytes, int]]:
@@ -143,7 +139,8 @@ def decoded_batches(items: Iterable[tuple[str, bytes, int]], batch_size: int,
 
 # ---- the course's loaders ---------------------------------------------------------------------------------------
 
-def _ex14_shards(module: Any, setup: RemoteSetup) -> Iterable[Any]:
+def _ex14_shards(module: Any, setup: RemoteSetup,
+                 decode: Callable[[bytes], np.ndarray] = crop_bytes) -> Iterable[Any]:
     wanted = setup.keys()
 
     def samples() -> Iterator[tuple[str, bytes, int]]:
@@ -151,7 +148,7 @@ def _ex14_shards(module: Any, setup: RemoteSetup) -> Iterable[Any]:
         for data in shards:
             yield from (sample for sample in tar_samples(data) if sample[0] in wanted)
 
-    return _Reiterable(lambda: decoded_batches(samples(), setup.batch_size))
+    return _Reiterable(lambda: decoded_batches(samples(), setup.batch_size, decode))
 
 
 def _ex14_objects(module: Any, setup: RemoteSetup) -> Iterable[Any]:
@@ -172,6 +169,15 @@ def ex14_shards_solution(setup: RemoteSetup) -> Iterable[Any]:
     return _ex14_shards(module, setup)
 
 
+def ex14_shards_decode_less(setup: RemoteSetup) -> Iterable[Any]:
+    """The course's best: exercise 14's `fetch_in_flight` of whole shards, cropped by exercise 01's step-5 solution
+    (`decode_less_crop`: a DCT-scaled decode of the crop's window) on a thread per core."""
+    import solutions.ex14_remote_shards as module
+    from solutions.ex01_profile_and_fix import decode_less_crop
+
+    return _ex14_shards(module, setup, lambda data: decode_less_crop(data).transpose(2, 0, 1))
+
+
 def ex14_objects_solution(setup: RemoteSetup) -> Iterable[Any]:
     """Exercise 14's solution: `fetch_in_flight` over the object keys (32 GETs in flight), the crop on threads."""
     import solutions.ex14_remote_shards as module
@@ -187,12 +193,8 @@ def ex14_shards_yours(setup: RemoteSetup) -> Iterable[Any]:
 
 
 def _ex15(module: Any, setup: RemoteSetup) -> Iterable[Any]:
-    remote_epochs = getattr(module, "RemoteEpochs", None)
-    if remote_epochs is None:
-        raise NotAvailable(f"{module.__name__} has no RemoteEpochs yet (exercise 15's solution lands later)")
-
     def batches() -> Iterator[tuple[str, bytes, int]]:
-        epochs = remote_epochs(setup.endpoint(), setup.bucket, setup.index_key, setup.batch_size,
+        epochs = module.RemoteEpochs(setup.endpoint(), setup.bucket, setup.index_key, setup.batch_size,
                                num_workers=SHARDS_IN_FLIGHT, seed=0)
         epochs.set_epoch(0)
         for batch in epochs:
@@ -344,6 +346,8 @@ S3FS_ABSENT = ("s3fs 2026.9.0 needs aiobotocore, whose newest release (3.10.0) r
 MOSAIC_ABSENT = ("mosaicml-streaming 0.13.0 (the newest) requires numpy<2.2.0, and the lock pins numpy 2.4.6 (it "
                  "also pulls transformers, azure, oci and google-cloud-storage): it cannot install beside the lock")
 REMOTE_ENTRIES = [
+    Entry("ex14-shards-ex01", "ex14 solution's whole shards (8 in flight), ex01 step 5's decode-less crop on threads",
+          "league.remote:ex14_shards_decode_less", requires=("solutions",), install=SOLUTIONS_NOTE),
     Entry("ex14-shards", "ex14 solution: fetch_in_flight of whole shards (8 in flight), crop on threads",
           "league.remote:ex14_shards_solution", requires=("solutions",), install=SOLUTIONS_NOTE),
     Entry("ex14-objects", "ex14 solution: fetch_in_flight of objects (32 in flight), crop on threads",
@@ -399,8 +403,6 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
         if entry.learner:
             return {"status": "not started", "note": str(err)}
         raise
-    except NotAvailable as err:
-        return {"status": "not available", "note": str(err)}
     except GateFailure as err:
         return {"status": "rejected", "note": str(err), "brief": err.brief}
 
@@ -427,8 +429,7 @@ def in_child(entry: Entry, setup_file: Path, mode: str) -> dict[str, Any]:
 
 @dataclass
 class RemoteRow(Row):
-    """A league row (status also "not available": the course's own loader is not in this checkout yet; "reference":
-    local-crop) with the proxy's counts per image of each timed pass."""
+    """A league row (status also "reference": local-crop) with the proxy's counts per image of each timed pass."""
 
     requests_per_image: list[float] = field(default_factory=list)
     bytes_per_image: list[float] = field(default_factory=list)

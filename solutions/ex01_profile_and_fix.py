@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -87,10 +89,10 @@ def dct_scale(window_side: float) -> int:
     return scale
 
 
-def decode_less_crop(path: Path | str) -> np.ndarray:
+def decode_less_crop(path: Path | str | bytes) -> np.ndarray:
     """The reference centre crop as uint8 (224, 224, 3), decoding and resampling only what the crop keeps.
 
-    A JPEG is decoded by libjpeg-turbo (simplejpeg) at the smallest power-of-two DCT scale that leaves the
+    `path` may also be the file's bytes (the remote league crops bytes read from object storage). A JPEG is decoded by libjpeg-turbo (simplejpeg) at the smallest power-of-two DCT scale that leaves the
     crop window comfortably above 224 pixels (`dct_scale`); only that window is resized, by torch's uint8 antialiased bilinear kernel
     (the same filter as Pillow's, vectorised). Any other file goes through exercise 01's fast crop.
     """
@@ -98,11 +100,11 @@ def decode_less_crop(path: Path | str) -> np.ndarray:
     import torch
     from torch.nn.functional import interpolate
 
-    data = Path(path).read_bytes()
+    data = path if isinstance(path, bytes) else Path(path).read_bytes()
     try:
         height, width, _, _ = simplejpeg.decode_jpeg_header(data)
     except ValueError:  # not a JPEG (or not an image: Pillow says which)
-        return fast_center_crop(path)
+        return fast_center_crop(io.BytesIO(data) if isinstance(path, bytes) else path)
     left, top, right, bottom = crop_window(width, height)
     scale = dct_scale(right - left)
     # fastupsample: the colour planes (stored at half size) are widened by repeating pixels, not by libjpeg's
