@@ -47,8 +47,8 @@ from loaderlab.paths import dataset_dir
 from loaderlab.tar_shards import LABEL_SUFFIX
 
 from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Setup, _Reiterable, peer_pin
-from league.table import (RESULT_PREFIX, GateFailure, Row, _builder, child_result, crashed, gate,
-                          gate_all, rotated)
+from league.table import (RESULT_PREFIX, Row, _builder, child_result, crashed, gate, gate_all, outcome,
+                          rotated)
 
 NETWORK_PROFILE = "region"
 SPLIT = "train"
@@ -389,7 +389,8 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
     build = _builder(entry)
     local = Setup(Path(setup.root), Path(setup.root), setup.batch_size)
     source = local if entry in LOCAL_ROWS else setup
-    try:
+
+    def run() -> dict[str, Any]:
         if mode == "check":
             return {"status": "passed", "note": gate(build(source), list_samples(setup.root), setup.batch_size)}
         network = Network(setup.url)
@@ -399,12 +400,8 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
         stats = network.stats()
         return {"status": "timed", "items": timed.items, "seconds": timed.seconds, "requests": stats.requests,
                 "bytes": stats.bytes_sent}
-    except NotImplementedError as err:
-        if entry.learner:
-            return {"status": "not started", "note": str(err)}
-        raise
-    except GateFailure as err:
-        return {"status": "rejected", "note": str(err), "brief": err.brief}
+
+    return outcome(entry, run)
 
 
 def child_main(name: str, setup_file: Path, mode: str) -> None:

@@ -145,12 +145,22 @@ def run_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
 
     build = _builder(entry)
     setup = Setup(setup.root, setup.shards, entry.batch_size)
-    try:
+
+    def run() -> dict[str, Any]:
         if mode == "check":
             return {"status": "passed", "note": gate(build(setup), list_samples(setup.root), entry.batch_size)}
         measure(lambda: build(setup), count=count_batch, max_items=2 * entry.batch_size)
         timed = measure(lambda: build(setup), count=count_batch)
         return {"status": "timed", "items": timed.items, "seconds": timed.seconds}
+
+    return outcome(entry, run)
+
+
+def outcome(entry: Entry, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`run()`'s result, or what its failure means for the row: a learner's stub is "not started", a failed gate
+    "rejected" (timed all the same, never ranked); anything else raises (the parent reports it as crashed)."""
+    try:
+        return run()
     except NotImplementedError as err:
         if entry.learner:
             return {"status": "not started", "note": str(err)}
