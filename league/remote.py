@@ -17,9 +17,9 @@ Two ceilings, every row its share of each: the network's, the profile's total ba
 image (what a loader with enough requests in flight could receive; per-request latency is each entry's own
 problem), and the local full-decode ceiling (`decode-only`, Pillow on a thread per core, on the same images read
 from the local disk); the lower of the two is the one the course's best loader is measured against. Beside them,
-`local-crop`: the course's crop (the one its remote loaders use) on the same local files, a batch on threads, the
-same work with a network that costs nothing, so a row's distance to the decode ceiling splits into the crop's share
-and the network's.
+`local-crop` and `local-decode-less`: the crops the course's remote loaders use (ex04's draft crop, ex01 step 5's
+decode-less crop) on the same local files, a batch on threads, the same work with a network that costs nothing, so a
+row's distance to the decode ceiling splits into the crop's share and the network's.
 """
 
 from __future__ import annotations
@@ -374,8 +374,13 @@ REMOTE_ENTRIES = [
 # network that costs nothing (their decode is this crop), beside the decode ceiling that the crop itself stays under.
 LOCAL_CROP = Entry("local-crop", "local reference: the same crop (ex04's draft crop), a batch on threads, local files",
                    "league.entries:thread_batches_main")
-LOCAL_ROWS = (CEILING, LOCAL_CROP)
-REMOTE_BY_NAME = {e.name: e for e in [CEILING, LOCAL_CROP, *REMOTE_ENTRIES]}
+# The course's best remote loader's crop on the local files: what `ex14-shards-ex01` would reach with a free network.
+LOCAL_DECODE_LESS = Entry("local-decode-less", "local reference: ex01 step 5's decode-less crop, a batch on threads, "
+                          "local files", "league.entries:ex01_decode_less_threads", requires=("solutions",),
+                          install=SOLUTIONS_NOTE)
+LOCAL_REFERENCES = (LOCAL_CROP, LOCAL_DECODE_LESS)
+LOCAL_ROWS = (CEILING, *LOCAL_REFERENCES)
+REMOTE_BY_NAME = {e.name: e for e in [*LOCAL_ROWS, *REMOTE_ENTRIES]}
 
 
 # ---- one entry in its own process -------------------------------------------------------------------------------
@@ -426,7 +431,7 @@ def in_child(entry: Entry, setup_file: Path, mode: str) -> dict[str, Any]:
 
 @dataclass
 class RemoteRow(Row):
-    """A league row (status also "reference": local-crop) with the proxy's counts per image of each timed pass."""
+    """A league row (status also "reference": the local rows of the same crops) with the proxy's counts per image of each timed pass."""
 
     requests_per_image: list[float] = field(default_factory=list)
     bytes_per_image: list[float] = field(default_factory=list)
@@ -450,7 +455,7 @@ def run_remote_league(profile: str, rounds: int, images: int | None, names: list
     from loaderlab.tar_shards import sample_key
 
     entries = [REMOTE_BY_NAME[n] for n in names]
-    rows = {e.name: RemoteRow(e.name, e.title, "ceiling" if e is CEILING else "reference" if e is LOCAL_CROP
+    rows = {e.name: RemoteRow(e.name, e.title, "ceiling" if e is CEILING else "reference" if e in LOCAL_REFERENCES
                               else "ranked", yours=e.learner) for e in entries}
     network_profile = PROFILES[NETWORK_PROFILE]
     with shared_server() as endpoint:
