@@ -59,6 +59,10 @@ RETRY_THREADS = 4            # ... from this many threads at once (clients retry
 # exceed the first retry's cap by as much to show the waits grow. Full jitter fails that in a round with
 # probability (1 - 1/3)^16 (round 1) and (1 - 1/5)^16 (round 2): both at once, 5e-5.
 WAIT_SLACK_S = 0.1
+# One late wait among a retry's calls is forgiven: with three checks at a time on 2 cores a thread is sometimes
+# scheduled late (a fresh clone's make test saw a wait of 0.215 s before retry 1 against 0.1 + 0.1 s, once in 16).
+# A wait with no max_delay_s is over the bound in about half the calls of the last retry (cap 0.8 s against 0.25 s).
+LATE_WAITS_FORGIVEN = 1
 # Full jitter draws a wait uniformly below its cap: half the waits fall below half the cap. "Equal jitter" (half the
 # cap plus a random half) never does, nor does a fixed wait at the cap; a share well below one half still passes
 # the client's own delay on a busy machine.
@@ -245,10 +249,11 @@ def retries_back_off_with_jitter_within_the_budget(ex: ModuleType) -> None:
             for n in range(1, attempts):
                 caps[setting, n] = cap = min(max_delay_s, base_delay_s * 2 ** (n - 1))
                 waits[setting, n] = [_waits(by_key[f"{bucket}/{key}"])[n - 1] for key in keys]
-                worst = max(waits[setting, n])
-                assert worst <= cap + WAIT_SLACK_S, (
-                    f"{setting}: a call waited {worst:.3f} s before retry {n}, more than min(max_delay_s, "
-                    f"base_delay_s x 2^(n-1)) = {cap:g} s (+{WAIT_SLACK_S:g} s for the round trip); waits before "
+                over = [wait for wait in waits[setting, n] if wait > cap + WAIT_SLACK_S]
+                assert len(over) <= LATE_WAITS_FORGIVEN, (
+                    f"{setting}: {len(over)} calls waited before retry {n} more than min(max_delay_s, "
+                    f"base_delay_s x 2^(n-1)) = {cap:g} s (+{WAIT_SLACK_S:g} s for the round trip; "
+                    f"{LATE_WAITS_FORGIVEN} forgiven): {sorted(round(w, 3) for w in over)}; waits before "
                     f"retry {n}: {sorted(round(w, 3) for w in waits[setting, n])}.")
         first_caps = {setting: cap for (setting, n), cap in caps.items() if n == 1}
         last = {setting: max(n for s, n in caps if s == setting) for setting in first_caps}
