@@ -1,3 +1,3 @@
-from league.table import main
+from league.cli import main
 
 main()

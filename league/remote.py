@@ -410,7 +410,7 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
 
 
 def child_main(name: str, setup_file: Path, mode: str) -> None:
-    """`python -m league.table --child NAME --remote FILE --mode M`: one gate or timed pass, its result printed."""
+    """`python -m league --child NAME --remote FILE --mode M`: one gate or timed pass, its result printed."""
     try:
         result = run_remote_child(REMOTE_BY_NAME[name], RemoteSetup.load(setup_file), mode)
     except Exception as err:  # reported as the entry's crash

@@ -47,10 +47,10 @@ import numpy as np
 from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, beyond, file_encodings, file_kind,
                               linked_split, list_samples, mean_abs_difference, named, reference_crop, spread_samples)
 from loaderlab.machine import usable_cores
-from loaderlab.paths import GRADER_DIR, REPO_ROOT, active_profile, dataset_dir
+from loaderlab.paths import REPO_ROOT, dataset_dir
 from loaderlab.tar_shards import sample_key, write_tar_shards
 
-from league.entries import BATCH, BY_NAME, CEILINGS, ENTRIES, Entry, Setup
+from league.entries import BATCH, BY_NAME, CEILINGS, Entry, Setup
 
 PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
 CHILD_TIMEOUT_S = 300
@@ -174,7 +174,7 @@ def crashed(error: BaseException) -> dict[str, Any]:
     return {"status": "crashed", "note": f"{type(error).__name__}: {error}"[:300]}
 
 
-def _child_main(args: argparse.Namespace) -> None:
+def child_main(args: argparse.Namespace) -> None:
     entry = BY_NAME[args.child]
     try:
         result = run_child(entry, Setup(Path(args.root), Path(args.shards)), args.mode)
@@ -190,9 +190,9 @@ def _in_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
 
 
 def child_result(arguments: list[str]) -> dict[str, Any]:
-    """Run `python -m league.table ARGUMENTS` (one entry's gate or timed pass) in a fresh process; its result."""
+    """Run `python -m league ARGUMENTS` (one entry's gate or timed pass) in a fresh process; its result."""
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "league.table", *arguments]
+    command = [sys.executable, "-m", "league", *arguments]
     try:
         done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -367,63 +367,3 @@ def league_bars(league: dict[str, Any], highlight: Iterable[str] = (), ax: Any =
 def _short_reason(row: dict[str, Any]) -> str:
     """A not-ranked row's reason in a few words, for the chart (the table has it whole)."""
     return row.get("brief") or f"{row['status']}: {row['note'][:40]}"
-
-
-def main(argv: list[str] | None = None) -> None:
-    from league import remote  # it imports this module
-
-    parser = argparse.ArgumentParser(prog="python -m league", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default=None, help="dataset profile (default: $LOADERLAB_PROFILE or workshop)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--images", type=int, default=None, help="local: default 640; s3: default the whole split")
-    parser.add_argument("--source", choices=("local", "s3"), default="local",
-                        help="local: the dataset's files; s3: module 10's S3 server through the proxy's "
-                             f"'{remote.NETWORK_PROFILE}' profile (league.remote)")
-    parser.add_argument("--entries", default=None, help=f"comma-separated, of: {', '.join(BY_NAME)} (local); "
-                        f"{', '.join(remote.REMOTE_BY_NAME)} (s3)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="the JSON (default .grader/league.json, or league-s3.json); the PNG goes beside it")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", choices=("check", "time"), help=argparse.SUPPRESS)
-    parser.add_argument("--root", help=argparse.SUPPRESS)
-    parser.add_argument("--shards", help=argparse.SUPPRESS)
-    parser.add_argument("--remote", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child and args.remote:
-        remote.child_main(args.child, Path(args.remote), args.mode)
-    if args.child:
-        _child_main(args)
-    s3 = args.source == "s3"
-    roster = remote.REMOTE_BY_NAME if s3 else BY_NAME
-    default = [e.name for e in remote.REMOTE_BY_NAME.values()] if s3 else [c.name for c in CEILINGS] + [e.name for e in ENTRIES]
-    names = args.entries.split(",") if args.entries else default
-    unknown = [n for n in names if n not in roster]
-    if unknown:
-        parser.error(f"unknown entries {unknown} for --source {args.source}; choose from {', '.join(roster)}")
-    if args.rounds < 1 or (args.images is not None and args.images < 1):
-        parser.error("--rounds and --images must be at least 1")
-    profile = args.profile or active_profile()
-    if s3:
-        league = remote.run_remote_league(profile, args.rounds, args.images, names)
-        print(remote.table(league))
-    else:
-        league = run_league(profile, args.rounds, args.images or LOCAL_IMAGES, names)
-        print(table(league))
-    missing = [r for r in league["rows"] if r["status"] == "not installed"]
-    if missing:
-        print("\nNot installed: " + "; ".join(f"{r['name']} ({r['note']})" for r in missing))
-    args.out = args.out or GRADER_DIR / ("league-s3.json" if s3 else "league.json")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(league, indent=2))
-    import matplotlib
-
-    matplotlib.use("Agg")  # a command: the chart goes to a file, never to a window
-    png = args.out.with_suffix(".png")
-    figure = league_bars(league).figure
-    figure.tight_layout()
-    figure.savefig(png, dpi=100)
-    print(f"\nSaved {args.out} and {png}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,5 @@
 """The league table (`league.table`): its correctness gate rejects a peer that does other work, and
-`python -m league.table` ranks what passes, says what is not started or not installed, and saves its figures."""
+`python -m league` ranks what passes, says what is not started or not installed, and saves its figures."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     the learner's stub reads "not started", an absent peer names the command that adds it."""
     out = tmp_path / "league.json"
     entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali"
-    done = subprocess.run([sys.executable, "-m", "league.table", "--profile", "ci", "--rounds", "1",
+    done = subprocess.run([sys.executable, "-m", "league", "--profile", "ci", "--rounds", "1",
                            "--images", "16", "--entries", entries, "--out", str(out)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -209,13 +209,15 @@ def test_the_leagues_index_is_the_splits_cut_to_its_first_images() -> None:
 
 
 def test_the_command_line_refuses_an_entry_of_the_other_source(capsys: pytest.CaptureFixture[str]) -> None:
+    from league.cli import main
+
     with pytest.raises(SystemExit) as exited:
-        league.main(["--source", "s3", "--entries", "dali"])
+        main(["--source", "s3", "--entries", "dali"])
     assert exited.value.code == 2 and "unknown entries ['dali'] for --source s3" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        league.main(["--source", "ftp"])
+        main(["--source", "ftp"])
     with pytest.raises(SystemExit):
-        league.main(["--source", "s3", "--images", "0"])
+        main(["--source", "s3", "--images", "0"])
 
 
 def test_every_remote_peer_says_how_to_add_it_or_why_it_cannot_be() -> None:
