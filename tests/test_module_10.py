@@ -388,24 +388,6 @@ def test_drain_returns_what_arrived_and_the_error_that_stopped_it() -> None:
     assert m10.drain(iter([3])) == ([3], None)
 
 
-def test_stats_sampler_samples_until_the_block_ends_and_turns_counters_into_rates() -> None:
-    class Network:
-        def __init__(self) -> None:
-            self.calls = 0
-
-        def stats(self):
-            self.calls += 1
-            return type("S", (), {"requests": 10 * self.calls, "slowdowns": self.calls, "gets": 9 * self.calls})()
-
-    with m10.StatsSampler(Network(), period_s=0.01) as sampler:
-        import time
-
-        time.sleep(0.1)
-    assert len(sampler.samples) >= 3 and not sampler._thread.is_alive()
-    sampler.samples = [(0.0, 0, 0, 0), (0.5, 10, 4, 6), (1.0, 30, 4, 26)]
-    assert sampler.rates() == ([0.25, 0.75], [20.0, 40.0], [8.0, 0.0])
-
-
 def test_a_body_cut_after_its_headers_escapes_standard_retries_and_read_resuming_delivers_it_exactly(served) -> None:
     """Notebook 10, section 10, against the real server: every body cut (p_drop = 1) until a range of one byte."""
     from botocore.exceptions import ResponseStreamingError

@@ -15,7 +15,6 @@ import math
 import random
 import shutil
 import tempfile
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -531,45 +530,6 @@ def deliver(client: Any, bucket: str, keys: Sequence[str], in_flight: int,
     with ThreadPoolExecutor(in_flight) as pool:
         list(pool.map(one, keys, timeout=REQUEST_TIMEOUT_S * 8))
     return Delivery(bodies, failures, messages, resumed, time.perf_counter() - start)
-
-
-class StatsSampler:
-    """The proxy's counters sampled every `period_s` by a thread, while the `with` block runs: `samples` holds
-    (seconds since the start, requests, SlowDowns answered, GETs) after it."""
-
-    def __init__(self, network: Any, period_s: float = 0.1) -> None:
-        self.network, self.period_s = network, period_s
-        self.samples: list[tuple[float, int, int, int]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        start = time.perf_counter()
-        while True:
-            stats = self.network.stats()
-            self.samples.append((time.perf_counter() - start, stats.requests, stats.slowdowns, stats.gets))
-            if self._stop.wait(self.period_s):
-                stats = self.network.stats()
-                self.samples.append((time.perf_counter() - start, stats.requests, stats.slowdowns, stats.gets))
-                return
-
-    def __enter__(self) -> StatsSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(REQUEST_TIMEOUT_S)
-
-    def rates(self) -> tuple[list[float], list[float], list[float]]:
-        """(midpoint times, requests/s, SlowDowns/s) between consecutive samples."""
-        times, requests, slowdowns = [], [], []
-        for (t0, r0, s0, _), (t1, r1, s1, _) in zip(self.samples, self.samples[1:]):
-            if t1 > t0:
-                times.append((t0 + t1) / 2)
-                requests.append((r1 - r0) / (t1 - t0))
-                slowdowns.append((s1 - s0) / (t1 - t0))
-        return times, requests, slowdowns
 
 
 def drain(items: Iterable[Any]) -> tuple[list[Any], BaseException | None]:
