@@ -11,7 +11,7 @@ INSTALLER ?= auto
 WHEELS ?=
 INSTALL := $(PY) -m loaderlab.tools.install
 
-.PHONY: help lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-targets test-pythons test-python storage storage-stop
+.PHONY: help lab test data data-ci grade doctor hint quiz clean clean-all check-platforms wheelhouse progress watch reset reset-all scoreboard learner-copy playbook capstone league league-peers test-targets test-proofs test-pythons test-python storage storage-stop
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -96,9 +96,12 @@ RUN_PHASES := $(PY) -m tests.phases
 test: $(INSTALLED) data-ci  ## the whole suite, as CI runs it
 	$(RUN_PHASES) --phases course $(if $(HANDOUT),--handout $(HANDOUT))
 
-# Run when `make test` says a proof is stale (tests/phases.py: TARGETS; tests/target_proofs.py), and commit the record.
+# Run when `make test` says a proof is stale (tests/phases.py: TARGETS and PROOFS; tests/proofs.py), and commit the record.
 test-targets: $(INSTALLED) data-ci  ## prove the timed targets, one at a time: planted slow implementations miss them, correct alternatives meet them; records each proof (tests/target-proofs.json)
 	$(RUN_PHASES) --phases targets --record .grader/targets.txt
+
+test-proofs: $(INSTALLED) data-ci  ## re-run every correctness proof (each planted wrong implementation fails its check, each correct alternative passes) and record it (tests/correctness-proofs.json); `make test` re-runs only those whose code changed
+	$(RUN_PHASES) --phases proofs --record .grader/proofs.txt
 
 # The course on other Pythons (README "Platforms"), outside `make test`: for each of PYTHONS (a version, found as
 # pythonX.Y on PATH or with `pyenv prefix`, or an interpreter's path) a venv of its own, .venv-pyX.Y, gets the lock

@@ -6,7 +6,7 @@ hand-out has no tests/ and no need of it).
 
 `course` (`make test`): a hand-out first (`make learner-copy`, beside the checkout, named in LOADERLAB_HANDOUT),
 then COURSE. `python` (`make test-python`, on another Python's venv): PYTHON. `targets` (`make test-targets`):
-TARGETS. Run with the venv's interpreter: every
+TARGETS. `proofs` (`make test-proofs`): PROOFS. Run with the venv's interpreter: every
 phase runs under it. Every phase runs even when one fails; each phase's time is printed and written to `--record`;
 the run fails if any phase did. `--collect-only` counts what each phase would run (pytest's count) and makes
 nothing: compare it before and after changing a phase. `--dry-run` prints each phase's command line.
@@ -30,7 +30,7 @@ from loaderlab.paths import REPO_ROOT, STORAGE_DIR
 from loaderlab.storage.bucket import upload_dataset
 from loaderlab.storage.server import StorageServerError, running_server
 from loaderlab.tools.install import read_record
-from tests import target_proofs
+from tests.proofs import CORRECTNESS, TIMED
 
 # Every phase: the small dataset, and ten processes waiting with each exercise's libraries imported
 # (grader/preload.py).
@@ -89,13 +89,18 @@ PYTHON = (replace(UNTIMED, title="graders' correctness on solutions", args=("gra
           replace(NOTEBOOKS, title="notebooks", in_handout=False))
 # `make test-targets`: the proofs of the timed targets, one at a time: every planted slow implementation misses its
 # target and every correct alternative meets the targets its route could move. Each proof that passes is recorded
-# with a fingerprint of the code it ran on (tests/target_proofs.py), and COURSE fails while a fingerprint differs.
+# with a fingerprint of the code it ran on (tests/proofs.py), and COURSE fails while a fingerprint differs.
 # They left COURSE to keep it within its budget on 2 cores: the alternatives 123 s (2026-11-27), the planted slow
 # implementations 150-160 s of the timed phase (2026-11-28).
 TARGETS = (Phase("the proofs of the timed targets: planted slow implementations and correct alternatives",
-                 ("tests/test_graders.py", "--durations=15"), "target_proof",
-                 settings=((target_proofs.RECORD_ENV, "1"),)),)
-PHASE_SETS = {"course": COURSE, "python": PYTHON, "targets": TARGETS}
+                 ("tests/test_graders.py", "--durations=15"), TIMED.markers,
+                 settings=((TIMED.env, "1"),)),)
+# `make test-proofs`: every correctness proof re-run and recorded (tests/proofs.py), three at a time as UNTIMED runs
+# them; COURSE then re-runs only the proofs whose fingerprint differs from the record, and fails them until recorded.
+PROOFS = (Phase("the proofs of the correctness checks: planted wrong implementations and correct alternatives",
+                ("tests/test_graders.py", "--durations=15"), CORRECTNESS.markers, workers=3,
+                settings=((CORRECTNESS.env, "1"),)),)
+PHASE_SETS = {"course": COURSE, "python": PYTHON, "targets": TARGETS, "proofs": PROOFS}
 
 
 def default_handout() -> Path:

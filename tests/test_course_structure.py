@@ -30,7 +30,7 @@ from grader.hints import all_hints, check_hints
 from grader.learner_copy import hand_out_for_testing
 from grader.results import NOT_STARTED, SKIPPED
 from loaderlab.paths import REPO_ROOT
-from target_proofs import imported_modules  # tests/ is on sys.path (its conftest is at the root of tests/)
+from proofs import imported_modules  # tests/ is on sys.path (its conftest is at the root of tests/)
 
 EXERCISES = [exercise.name for exercise in catalog.exercises()]
 COMPLETE_STUBS = sorted(path.stem for path in (REPO_ROOT / "tests" / "stubs").glob("ex*.toml"))  # not "not started"

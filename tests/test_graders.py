@@ -16,7 +16,7 @@ from grader.results import BUSY_SHARE, FAIL, PASS, SKIPPED
 from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
-import target_proofs  # tests/ is on sys.path (its conftest is at the root of tests/)
+from proofs import CORRECTNESS, TIMED, proof_key  # tests/ is on sys.path (its conftest is at the root of tests/)
 
 PLANTED = REPO_ROOT / "tests" / "planted"
 STUBS = REPO_ROOT / "tests" / "stubs"  # complete, runnable stubs: each check fails them for its own reason
@@ -144,15 +144,32 @@ def test_untouched_complete_stub_fails_each_check_for_its_reason(exercise: str) 
         assert expected[check] in result.message, f"{check} failed the stub, but not for its planted reason: {result.message}"
 
 
+def skip_if_proved_on_this_code(folder, exercise: str) -> None:
+    """`make test` does not re-run a correctness proof recorded on the code as it is (tests/proofs.py)."""
+    if not CORRECTNESS.recording and CORRECTNESS.is_current(folder, exercise):
+        pytest.skip(f"proved on this code ({CORRECTNESS.path.name})")
+
+
+def settle_correctness_proof(folder, exercise: str) -> None:
+    """A proof that passed: recorded under `make test-proofs`; otherwise it passed on code the record does not
+    hold, and fails until it is recorded."""
+    CORRECTNESS.record(folder, exercise)
+    assert CORRECTNESS.recording or CORRECTNESS.is_current(folder, exercise), (
+        f"the proof passed, but is not recorded: {CORRECTNESS.stale(folder)}")
+
+
+@pytest.mark.correctness_proof
 @pytest.mark.parametrize("folder", CAUGHT)
 def test_planted_defect_is_caught(folder: str) -> None:
     planted = PLANTED_IMPLEMENTATIONS[folder]
     skip_unless_it_can_show(planted)
+    skip_if_proved_on_this_code(PLANTED / folder, planted.exercise)
     check = planted.caught_by
     result = run_check(PLANTED / folder, planted.exercise, check, timeout_s=90)
     assert result.status != PASS, f"the grader let the planted defect {folder!r} pass {check}"
     assert result.status == FAIL, f"{folder}: expected a coaching failure, got {result.explain()}"
     assert planted.words in result.message, f"{folder} failed {check}, but not for the planted reason: {result.message}"
+    settle_correctness_proof(PLANTED / folder, planted.exercise)
 
 
 @pytest.mark.timing
@@ -177,7 +194,7 @@ def test_planted_slow_implementation_misses_the_target(folder: str) -> None:
             assert not result.output.strip(), f"printed beside the comparison table:\n{result.output}"
             lines = [line for line in result.notes.splitlines() if line.strip()]
             assert len(lines) == 2 and lines[0].startswith("candidate"), f"beyond the comparison table:\n{result.notes}"
-        target_proofs.record_proof(PLANTED / folder, planted.exercise)
+        TIMED.record(PLANTED / folder, planted.exercise)
         return
     pytest.skip(f"{check} scales with the free cores, and the machine was busy in every run "
                 f"(free: {', '.join(busy)} of {usable_cores()}): the naive version cannot be told apart")
@@ -200,10 +217,12 @@ def test_start_method_option_reaches_the_learners_loader(tmp_path) -> None:
     assert result.status == FAIL and f"graded under {other}" in result.message, result.explain()
 
 
+@pytest.mark.correctness_proof
 @pytest.mark.parametrize("folder", sorted(ALTERNATIVE_IMPLEMENTATIONS))
 def test_correct_alternative_passes(folder: str) -> None:
     """Another route to a right answer must pass every correctness check."""
     alternative = ALTERNATIVE_IMPLEMENTATIONS[folder]
+    skip_if_proved_on_this_code(ALTERNATIVES / folder, alternative.exercise)
     checks = checks_of(alternative.exercise, timed=False)
     # Together in one process (a Python start and a torch or TensorFlow import per check saved): a correct
     # alternative leaves nothing behind that another check could trip on; a rejection is rerun alone to confirm.
@@ -212,6 +231,7 @@ def test_correct_alternative_passes(folder: str) -> None:
         if result.status not in (PASS, SKIPPED):  # skipped: not gradable on this machine (a CUDA-only check)
             result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
         assert result.status in (PASS, SKIPPED), f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
+    settle_correctness_proof(ALTERNATIVES / folder, alternative.exercise)
 
 
 @pytest.mark.timing
@@ -223,7 +243,7 @@ def test_correct_alternative_meets_the_targets_its_route_could_move(folder: str)
     for check in alternative.timed:
         result = run_check(ALTERNATIVES / folder, alternative.exercise, check, timeout_s=300)
         assert result.status == PASS, f"{folder} ({alternative.route}) was rejected by {check}: {result.explain()}"
-    target_proofs.record_proof(ALTERNATIVES / folder, alternative.exercise)
+    TIMED.record(ALTERNATIVES / folder, alternative.exercise)
 
 
 def _proofs() -> dict[str, tuple[object, str]]:
@@ -232,7 +252,7 @@ def _proofs() -> dict[str, tuple[object, str]]:
     folders = [(PLANTED / p.folder, p.exercise) for p in PLANTED_IMPLEMENTATIONS.values()
                if p.too_slow_for and p.needs != "cuda"]
     folders += [(ALTERNATIVES / a.folder, a.exercise) for a in ALTERNATIVE_IMPLEMENTATIONS.values() if a.timed]
-    return {target_proofs.proof_key(folder): (folder, exercise) for folder, exercise in folders}
+    return {proof_key(folder): (folder, exercise) for folder, exercise in folders}
 
 
 PROOFS = _proofs()
@@ -243,20 +263,19 @@ def test_the_timed_target_was_proved_on_this_code(key: str) -> None:
     """`make test` does not time the planted slow implementations and the alternatives (`make test-targets` does):
     it holds the record of their last passing run to the code as it is now."""
     folder, exercise = PROOFS[key]
-    recorded = target_proofs.read_record().get(key)
+    recorded = TIMED.read().get(key)
     assert recorded is not None, (
-        f"{key}: no proof recorded in {target_proofs.RECORD.name}. Run `make test-targets` (one at a time, about 5 "
-        "minutes on 2 cores) and commit the record it writes.")
-    assert recorded == target_proofs.fingerprint(folder, exercise), (
-        f"{key}, its exercise's grader or checks, or a course module they import changed since `make test-targets` "
-        f"last proved the timed target on it. Run `make test-targets`, or this proof alone "
-        f"(`{target_proofs.RECORD_ENV}=1 LOADERLAB_PROFILE=ci pytest tests/test_graders.py -m target_proof -k "
-        f"{folder.name}`, one at a time, nothing else running), and commit {target_proofs.RECORD.name}.")
+        f"{key}: no proof recorded in {TIMED.path.name}. Run `{TIMED.command}` (one at a time, about 5 minutes on 2 "
+        "cores) and commit the record it writes.")
+    assert recorded == TIMED.fingerprint(folder, exercise), TIMED.stale(folder) + " (one at a time, nothing else running)"
 
 
-def test_the_record_of_proofs_names_only_folders_that_exist() -> None:
-    gone = sorted(set(target_proofs.read_record()) - set(PROOFS))
-    assert not gone, f"{target_proofs.RECORD.name} records proofs of folders that are gone or untimed: {gone}"
+def test_the_records_of_proofs_name_only_folders_that_exist() -> None:
+    gone = sorted(set(TIMED.read()) - set(PROOFS))
+    assert not gone, f"{TIMED.path.name} records proofs of folders that are gone or untimed: {gone}"
+    correctness = {proof_key(PLANTED / f) for f in CAUGHT} | {proof_key(ALTERNATIVES / f) for f in ALTERNATIVE_IMPLEMENTATIONS}
+    gone = sorted(set(CORRECTNESS.read()) - correctness)
+    assert not gone, f"{CORRECTNESS.path.name} records proofs of folders that are gone or not graded for correctness: {gone}"
 
 
 def test_every_alternative_folder_says_what_route_it_takes() -> None:

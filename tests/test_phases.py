@@ -25,20 +25,23 @@ def test_what_measures_speed_runs_last_and_alone() -> None:
     at a time, and the course's last phase is the timed one."""
     for phases in PHASE_SETS.values():
         for phase in phases:
-            untimed = not phase.markers or "not timing" in phase.markers or "not throughput" in phase.markers
+            untimed = (not phase.markers or "not timing" in phase.markers or "not throughput" in phase.markers
+                       or phase.markers == "correctness_proof")   # tests/test_graders.py: none of them is timed
             assert untimed or phase.workers == 1, phase
     assert "(timing or throughput)" in COURSE[-1].markers and COURSE[-1].workers == 1
 
 
 def test_a_proofs_fingerprint_covers_what_its_timed_check_runs() -> None:
-    """A proof of a timed target (tests/target_proofs.py) is stale when any course module its check imports changes:
-    the fingerprint reads them all, transitively, and the planted folder's own code."""
-    import target_proofs
+    """A proof (tests/proofs.py) is stale when any course module its check imports changes: the fingerprint reads
+    them all, transitively, and the planted folder's own code; a correctness proof also what runs the check."""
+    from proofs import CORRECTNESS, TIMED, course_sources
 
     planted = REPO / "tests" / "planted" / "ex03_single_worker"
     sources = {p.relative_to(REPO).as_posix() for p in
-               target_proofs.course_sources([REPO / "grader" / "checks" / "ex03_process_loader.py", *planted.glob("*.py")])}
+               course_sources([REPO / "grader" / "checks" / "ex03_process_loader.py", *planted.glob("*.py")])}
     assert {"grader/support.py", "loaderlab/bench.py", "loaderlab/images.py", "loaderlab/baselines.py",
             "solutions/ex03_process_loader.py"} <= sources, sorted(sources)
     other = REPO / "tests" / "planted" / "ex03_pool_of_float32"
-    assert target_proofs.fingerprint(planted, "ex03_process_loader") != target_proofs.fingerprint(other, "ex03_process_loader")
+    for kind in (TIMED, CORRECTNESS):
+        assert kind.fingerprint(planted, "ex03_process_loader") != kind.fingerprint(other, "ex03_process_loader")
+    assert TIMED.fingerprint(planted, "ex03_process_loader") != CORRECTNESS.fingerprint(planted, "ex03_process_loader")
