@@ -67,6 +67,7 @@ class Exercise:
     notebook: str
     checks: tuple[Check, ...]
     starts_processes: bool  # its file's `pytestmark = pytest.mark.starts_processes`: graded under spawn too
+    needs_storage: bool     # its file's `pytestmark = pytest.mark.usefixtures("s3_server")`: module 10's S3 server
 
     @property
     def short(self) -> str:
@@ -103,7 +104,8 @@ def exercise_names() -> list[str]:
 @cache
 def exercises() -> tuple[Exercise, ...]:
     """Every exercise that has a grader file, in course order."""
-    return tuple(Exercise(name, _notebook_of(name), _checks_of(name), "starts_processes" in declared(name)[0])
+    return tuple(Exercise(name, _notebook_of(name), _checks_of(name), "starts_processes" in declared(name)[0],
+                          "usefixtures(s3_server)" in declared(name)[0])
                  for name in exercise_names())
 
 
@@ -262,7 +264,8 @@ class Declared:
 
 
 def read_declarations(source: str) -> tuple[tuple[str, ...], tuple[Declared, ...]]:
-    """(a grader file's own `pytestmark` markers, its checks) read from its source."""
+    """(a grader file's own `pytestmark` markers, `usefixtures` with its fixtures, and its checks) read from its
+    source."""
     tree = ast.parse(source)
     names = module_constants(tree)
     file_marks: list[str] = []
@@ -270,7 +273,7 @@ def read_declarations(source: str) -> tuple[tuple[str, ...], tuple[Declared, ...
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
             values = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
-            file_marks += [_mark_name(value) for value in values]
+            file_marks += [_file_mark(value) for value in values]
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
             marks: dict[str, tuple[Any, ...]] = {}
             options: dict[str, dict[str, Any]] = {}
@@ -296,6 +299,14 @@ def read_declarations(source: str) -> tuple[tuple[str, ...], tuple[Declared, ...
 def declared(exercise: str) -> tuple[tuple[str, ...], tuple[Declared, ...]]:
     """(the file's own `pytestmark` markers, its checks) read from grader/test_<exercise>.py, nothing imported."""
     return read_declarations((GRADER_PACKAGE / f"test_{exercise}.py").read_text(encoding="utf-8"))
+
+
+def _file_mark(node: ast.expr) -> str:
+    """A file's marker by name; `usefixtures` with its fixtures ("usefixtures(s3_server)")."""
+    name = _mark_name(node)
+    if name == "usefixtures" and isinstance(node, ast.Call):
+        return f"usefixtures({','.join(_literal(arg, {}) for arg in node.args)})"
+    return name
 
 
 def _mark_name(node: ast.expr) -> str:

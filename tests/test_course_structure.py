@@ -136,6 +136,18 @@ def test_exercises_answers_and_graders_use_the_library_not_a_lessons_helper() ->
     assert not offenders, f"these import a notebook's helpers or a tool: {offenders}"
 
 
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_an_exercise_graded_against_the_s3_server_declares_it(exercise: str) -> None:
+    """The catalog reads which exercises need module 10's S3 server from their grader files
+    (`pytestmark = pytest.mark.usefixtures("s3_server")`): the project's tests start the server for exactly those. An
+    exercise whose checks talk to a server (they import `loaderlab.storage`) must say so there."""
+    checks = (REPO_ROOT / "grader" / "checks" / f"{exercise}.py").read_text(encoding="utf-8")
+    talks = any(name.startswith("loaderlab.storage") for name in imported_modules(checks))
+    assert catalog.find(exercise).needs_storage == talks, (
+        f"{exercise}: its checks {'talk' if talks else 'do not talk'} to the S3 server; "
+        f"{'declare' if talks else 'remove'} `pytest.mark.usefixtures(\"s3_server\")` in grader/test_{exercise}.py's pytestmark")
+
+
 # ---- every exercise --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("exercise", EXERCISES)
