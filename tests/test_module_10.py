@@ -157,11 +157,13 @@ def test_transfer_prices_are_free_in_the_region_and_name_their_source_and_date()
 
 # ---- what the notebook says about the pinned clients ----------------------------------------------------------------
 
-def test_botocore_addresses_an_endpoint_given_by_ip_path_style_unasked() -> None:
-    """Notebook 10, section 8: MosaicML Streaming's downloader passes only endpoint_url; path style follows anyway."""
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "http://storage.example:9"])
+def test_botocore_addresses_an_endpoint_given_by_ip_or_hostname_path_style_unasked(endpoint: str) -> None:
+    """Notebook 10, section 8: MosaicML Streaming's downloader passes only endpoint_url; path style follows anyway,
+    for an IP and for a hostname."""
     import boto3
 
-    client = boto3.client("s3", endpoint_url="http://127.0.0.1:9", aws_access_key_id="a", aws_secret_access_key="b",
+    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="a", aws_secret_access_key="b",
                           region_name="us-east-1")
     seen = {}
 
@@ -175,7 +177,7 @@ def test_botocore_addresses_an_endpoint_given_by_ip_path_style_unasked() -> None
     client.meta.events.register("before-send.s3.GetObject", capture)
     with pytest.raises(Sent):
         client.get_object(Bucket="a-bucket", Key="a/key")
-    assert seen["url"] == "http://127.0.0.1:9/a-bucket/a/key"
+    assert seen["url"] == f"{endpoint}/a-bucket/a/key"
 
 
 def test_obstore_coalesces_ranges_under_one_mib_and_refuses_non_partial_answers_by_its_documentation() -> None:
