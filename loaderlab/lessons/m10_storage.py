@@ -481,7 +481,7 @@ def start_lab(profile: str, network_profile: str = "loopback") -> StorageLab:
 
 # ---- part 2: when the network fails ----------------------------------------------------------------------------------
 # What notebook 10's part 2 measures through the proxy's faults: a body cut half way and how to resume it, a
-# throttled prefix under two retry policies, shards split over ranks, and a resumed stream resumed again.
+# throttled prefix under three retry policies and each mode's recovery, shards split over ranks, and a resumed stream resumed again.
 
 READ_CHUNK_BYTES = 64 * 1024
 MAX_RESUMES = 8  # ranged GETs after a body cut short, per object, before read_resuming gives up
