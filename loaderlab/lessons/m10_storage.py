@@ -5,8 +5,9 @@ The model (one request of S bytes, first-byte latency L, B bytes/s per connectio
 connection carries r = S / (L + S/B) bytes/s; N requests in flight carry min(N r, the total bandwidth, what the client's
 CPU can issue, the prefixes' request rate x S). How many must be in flight to fill a bandwidth X is Little's law,
 N = X x T with T = L + S/B, the time each request spends in flight; the network's own bandwidth-delay product is a
-number of bytes, the bandwidth times the round trip (here the first-byte latency L). Every function here that touches the server takes a boto3 client made
-by `loaderlab.storage.server.Endpoint.client` and a bucket, so the notebook can point it at the server or the proxy.
+number of bytes, the bandwidth times the round trip (here the first-byte latency L). Every function here that touches
+the server takes a boto3 client made by `loaderlab.storage.server.Endpoint.client` and a bucket, so the notebook can
+point it at the server or the proxy.
 """
 
 from __future__ import annotations
@@ -382,7 +383,8 @@ S3_TRANSFER = TransferPrices(
     internet_per_gb=0.09, cross_region_per_gb=0.02, nat_per_gb=0.045,
     source=("data transfer from US East (N. Virginia), read on 2026-12-07: internet $0.09 per GB (the first 10 TB a "
             "month) and cross-Region $0.02 per GB as commonly published (usage.ai 'S3 Egress Cost', June 2026; "
-            "billspike.io 'AWS Data Transfer Costs Explained', March 2026), unverified against aws.amazon.com/s3/pricing, "
+            "billspike.io 'AWS Data Transfer Costs Explained', March 2026), unverified against "
+            "aws.amazon.com/s3/pricing, "
             "whose tables render only in a browser; NAT gateway data processing $0.045 per GB from "
             "aws.amazon.com/vpc/pricing's NAT gateway example (US East (Ohio)), as transcribed on 2026-09-20"))
 
@@ -481,7 +483,8 @@ def start_lab(profile: str, network_profile: str = "loopback") -> StorageLab:
 
 # ---- part 2: when the network fails ----------------------------------------------------------------------------------
 # What notebook 10's part 2 measures through the proxy's faults: a body cut half way and how to resume it, a
-# throttled prefix under three retry policies and each mode's recovery, shards split over ranks, and a resumed stream resumed again.
+# throttled prefix under three retry policies and each mode's recovery, shards split over ranks, and a resumed stream
+# resumed again.
 
 READ_CHUNK_BYTES = 64 * 1024
 MAX_RESUMES = 8  # ranged GETs after a body cut short, per object, before read_resuming gives up
@@ -572,7 +575,8 @@ def failure_name(error: BaseException) -> str:
 
 
 def deliver(client: Any, bucket: str, keys: Sequence[str], in_flight: int,
-            read: Callable[[Any, str, str], tuple[bytes, tuple[int, ...]]], stop_after_s: float | None = None) -> Delivery:
+            read: Callable[[Any, str, str], tuple[bytes, tuple[int, ...]]],
+            stop_after_s: float | None = None) -> Delivery:
     """Read every key with `read`, `in_flight` at a time; an object whose read raised is counted by the error's
     name (`failure_name`), not retried here. With `stop_after_s`, a key not started that long after the start is
     not read at all (neither delivered nor failed): a run that must last a given time, not a given count."""
