@@ -3,13 +3,17 @@ reads with neighbours coalesced, a shard cache against a least-recently-used sim
 
 The model (one request of S bytes, first-byte latency L, B bytes/s per connection): it takes L + S/B seconds, so one
 connection carries r = S / (L + S/B) bytes/s; N requests in flight carry min(N r, the total bandwidth, what the client's
-CPU can issue, the prefixes' request rate x S). Every function here that touches the server takes a boto3 client made
-by `loaderlab.storage.server.Endpoint.client` and a bucket, so the notebook can point it at the server or the proxy.
+CPU can issue, the prefixes' request rate x S). How many must be in flight to fill a bandwidth X is Little's law,
+N = X x T with T = L + S/B, the time each request spends in flight; the network's own bandwidth-delay product is a
+number of bytes, the bandwidth times the round trip (here the first-byte latency L). Every function here that touches
+the server takes a boto3 client made by `loaderlab.storage.server.Endpoint.client` and a bucket, so the notebook can
+point it at the server or the proxy.
 """
 
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import math
 import random
@@ -23,6 +27,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from loaderlab.storage.netem import RATE_WINDOW_S
 
 if TYPE_CHECKING:
     from loaderlab.storage.bucket import RemoteSample
@@ -57,28 +63,40 @@ def ceilings_of(profile: Any, prefixes: int = 1, client_gets_per_s: float | None
     return Ceilings(profile.latency_s, profile.connection_bytes_per_s, profile.total_bytes_per_s,
                     profile.prefix_gets_per_s, prefixes, client_gets_per_s)
 
-def in_flight_model(in_flight: int, size_bytes: float, ceilings: Ceilings) -> tuple[float, str]:
+def in_flight_model(in_flight: int, size_bytes: float, ceilings: Ceilings,
+                    requests: int | None = None) -> tuple[float, str]:
     """Requests/s that `in_flight` requests of `size_bytes` can reach, and the name of the limit that sets it:
-    min(N r / S, total bandwidth / S, the client's requests/s, prefixes x the prefix's requests/s)."""
+    min(N r / S, total bandwidth / S, the client's requests/s, prefixes x the prefix's requests/s).
+
+    The prefix limit is a sliding window of RATE_WINDOW_S (the proxy's, as S3's is a rate): a run of `requests`
+    that puts no more on a prefix than one window admits can never be refused, so for such a run the limit is left
+    out (None: a run long enough for it to bind)."""
     limits = {f"{in_flight} in flight": in_flight / request_seconds(size_bytes, ceilings.latency_s,
                                                                   ceilings.connection_bytes_per_s)}
     if ceilings.total_bytes_per_s:
         limits["total bandwidth"] = ceilings.total_bytes_per_s / size_bytes
     if ceilings.client_gets_per_s:
         limits["client CPU"] = ceilings.client_gets_per_s
-    if ceilings.prefix_gets_per_s:
+    admitted = ceilings.prefixes * ceilings.prefix_gets_per_s * RATE_WINDOW_S if ceilings.prefix_gets_per_s else 0
+    if ceilings.prefix_gets_per_s and (requests is None or requests > admitted):
         limits[f"{ceilings.prefixes} prefix(es)"] = ceilings.prefixes * ceilings.prefix_gets_per_s
     name = min(limits, key=limits.__getitem__)
     return limits[name], name
 
 
-def bandwidth_delay_in_flight(size_bytes: float, ceilings: Ceilings) -> float:
-    """The requests in flight that fill the total bandwidth: the bandwidth-delay product in requests,
-    total bandwidth x one request's time / S (infinite without a total cap)."""
+def in_flight_to_fill(size_bytes: float, ceilings: Ceilings) -> float:
+    """The requests of `size_bytes` in flight that fill the total bandwidth, by Little's law N = X x T: X the
+    total bandwidth in requests/s (bandwidth / S), T one request's time L + S/B (infinite without a total cap)."""
     if not ceilings.total_bytes_per_s:
         return math.inf
     return ceilings.total_bytes_per_s * request_seconds(size_bytes, ceilings.latency_s,
                                                          ceilings.connection_bytes_per_s) / size_bytes
+
+
+def bandwidth_delay_bytes(ceilings: Ceilings) -> float:
+    """The network's bandwidth-delay product: the total bandwidth times the round trip (the first-byte latency L
+    here), in bytes, whatever the object size (infinite without a total cap)."""
+    return ceilings.total_bytes_per_s * ceilings.latency_s if ceilings.total_bytes_per_s else math.inf
 
 
 
@@ -339,8 +357,36 @@ class Prices:
 S3_STANDARD = Prices(
     get_per_1000=0.0004, list_per_1000=0.005, put_per_1000=0.005,
     source=("S3 Standard, US East (N. Virginia): GET $0.0004 and PUT, COPY, POST, LIST $0.005 per 1,000 requests, "
-            "aws.amazon.com/s3/pricing as read on 2026-11-28 (through the c3x.dev summary 's3-request-fees-explained'); "
-            "the S3 FAQ: no data transfer charge between EC2 and S3 in the same Region"))
+            "aws.amazon.com/s3/pricing (its price tables render only in a browser: read on 2026-11-28 and 2026-12-07 "
+            "as quoted by summaries of it, c3x.dev 's3-request-fees-explained'); the S3 FAQ: no data transfer charge "
+            "between EC2 and S3 in the same Region"))
+
+
+@dataclass(frozen=True)
+class TransferPrices:
+    """Dollars per GB moved from S3 to a reader outside the bucket's Region, or through a NAT gateway, with where
+    and when each rate was read."""
+
+    internet_per_gb: float       # S3 to the internet (a laptop, another cloud)
+    cross_region_per_gb: float   # S3 to EC2 in another AWS Region
+    nat_per_gb: float            # a NAT gateway's data processing, on top (a subnet without an S3 gateway endpoint)
+    source: str
+
+    def dollars(self, gigabytes: float) -> dict[str, float]:
+        """What moving `gigabytes` costs each way: same Region (free), cross-Region, internet, and the NAT gateway's
+        processing that a private subnet without an S3 endpoint adds to any of them."""
+        return {"same Region": 0.0, "cross-Region": gigabytes * self.cross_region_per_gb,
+                "internet": gigabytes * self.internet_per_gb, "NAT gateway processing": gigabytes * self.nat_per_gb}
+
+
+S3_TRANSFER = TransferPrices(
+    internet_per_gb=0.09, cross_region_per_gb=0.02, nat_per_gb=0.045,
+    source=("data transfer from US East (N. Virginia), read on 2026-12-07: internet $0.09 per GB (the first 10 TB a "
+            "month) and cross-Region $0.02 per GB as commonly published (usage.ai 'S3 Egress Cost', June 2026; "
+            "billspike.io 'AWS Data Transfer Costs Explained', March 2026), unverified against "
+            "aws.amazon.com/s3/pricing, "
+            "whose tables render only in a browser; NAT gateway data processing $0.045 per GB from "
+            "aws.amazon.com/vpc/pricing's NAT gateway example (US East (Ohio)), as transcribed on 2026-09-20"))
 
 
 # ---- the job on paper ----------------------------------------------------------------------------------------------
@@ -357,13 +403,25 @@ class PaperJob:
     prefix_gets_per_s: float
     prices: Prices = S3_STANDARD
 
+    @property
+    def epoch_seconds(self) -> float:
+        return self.dataset_images / self.images_per_s
+
+    @property
+    def epoch_bytes(self) -> float:
+        return self.dataset_images * self.image_bytes
+
+    def break_even_gpu_hour(self, dollars_per_epoch: float, gpus: int) -> float:
+        """The price per GPU-hour at which `gpus` GPUs, busy for one epoch, cost `dollars_per_epoch`."""
+        return dollars_per_epoch / (gpus * self.epoch_seconds / 3600)
+
     def row(self, object_bytes: float) -> dict[str, float]:
         """Requests of `object_bytes` each (one image, or a shard): bytes/s, GET/s, connections, prefixes,
         dollars of GETs per epoch."""
         bytes_per_s = self.images_per_s * self.image_bytes
         gets_per_s = bytes_per_s / object_bytes
         per_connection = object_bytes / request_seconds(object_bytes, self.latency_s, self.connection_bytes_per_s)
-        gets_per_epoch = self.dataset_images * self.image_bytes / object_bytes
+        gets_per_epoch = self.epoch_bytes / object_bytes
         return {"bytes_per_s": bytes_per_s, "gets_per_s": gets_per_s,
                 "connections": bytes_per_s / per_connection, "prefixes": gets_per_s / self.prefix_gets_per_s,
                 "gets_per_epoch": gets_per_epoch, "dollars_per_epoch": self.prices.requests(gets=gets_per_epoch)}
@@ -425,7 +483,8 @@ def start_lab(profile: str, network_profile: str = "loopback") -> StorageLab:
 
 # ---- part 2: when the network fails ----------------------------------------------------------------------------------
 # What notebook 10's part 2 measures through the proxy's faults: a body cut half way and how to resume it, a
-# throttled prefix under two retry policies, shards split over ranks, and a resumed stream resumed again.
+# throttled prefix under three retry policies and each mode's recovery, shards split over ranks, and a resumed stream
+# resumed again.
 
 READ_CHUNK_BYTES = 64 * 1024
 MAX_RESUMES = 8  # ranged GETs after a body cut short, per object, before read_resuming gives up
@@ -449,6 +508,14 @@ class Delivery:
 def read_plain(client: Any, bucket: str, key: str) -> tuple[bytes, tuple[int, ...]]:
     """One GET and `Body.read()`, as most code reads an object: the SDK's retries and nothing else."""
     return client.get_object(Bucket=bucket, Key=key)["Body"].read(), ()
+
+
+def read_managed(client: Any, bucket: str, key: str) -> tuple[bytes, tuple[int, ...]]:
+    """boto3's managed download (`download_fileobj`, s3transfer): a body cut after its headers is fetched again from
+    its first byte, up to `num_download_attempts` (5) GETs, then RetriesExceededError."""
+    buffer = io.BytesIO()
+    client.download_fileobj(bucket, key, buffer)
+    return buffer.getvalue(), ()
 
 
 def read_resuming(client: Any, bucket: str, key: str, max_resumes: int = MAX_RESUMES) -> tuple[bytes, tuple[int, ...]]:
@@ -508,15 +575,19 @@ def failure_name(error: BaseException) -> str:
 
 
 def deliver(client: Any, bucket: str, keys: Sequence[str], in_flight: int,
-            read: Callable[[Any, str, str], tuple[bytes, tuple[int, ...]]]) -> Delivery:
+            read: Callable[[Any, str, str], tuple[bytes, tuple[int, ...]]],
+            stop_after_s: float | None = None) -> Delivery:
     """Read every key with `read`, `in_flight` at a time; an object whose read raised is counted by the error's
-    name (`failure_name`), not retried here."""
+    name (`failure_name`), not retried here. With `stop_after_s`, a key not started that long after the start is
+    not read at all (neither delivered nor failed): a run that must last a given time, not a given count."""
     bodies: dict[str, bytes] = {}
     resumed: dict[str, tuple[int, ...]] = {}
     failures: dict[str, int] = {}
     messages: dict[str, str] = {}
 
     def one(key: str) -> None:
+        if stop_after_s is not None and time.perf_counter() - start > stop_after_s:
+            return
         try:
             bodies[key], offsets = read(client, bucket, key)
             if offsets:
@@ -554,8 +625,9 @@ def split_by_shard(shards: Sequence[Sequence[str]], rank: int, world_size: int) 
 
 def split_padded(shards: Sequence[Sequence[str]], rank: int, world_size: int) -> list[str]:
     """This rank's samples when samples, not shards, are dealt: the epoch's order padded to a multiple of
-    `world_size` by repeating its last samples (at most world_size - 1), then `padded[rank::world_size]`, as
-    MosaicML Streaming interleaves a node's samples over its ranks (`streaming/base/partition/orig.py`)."""
+    `world_size` by repeating its last samples (at most world_size - 1), then `padded[rank::world_size]`, dealt as
+    MosaicML Streaming interleaves a node's samples over its ranks (`streaming/base/partition/orig.py`, which pads
+    with repeats of samples near the end of the node's list rather than the very last ones)."""
     order = [sample for shard in shards for sample in shard]
     if not order:
         return []
@@ -587,10 +659,10 @@ class ResumableStream:
     (`load_state_dict`), with one of two ways of keeping its position:
 
     - counts_in_epoch=True: the position is the samples of the epoch the loop has received, wherever it resumed;
-    - counts_in_epoch=False: the state reports the position object that was current when the stream was made, and
-      a resume starts a new one that the iteration advances instead (huggingface/datasets#8308's mechanism: the
-      dataset kept a reference to a state dict that `load_state_dict` had replaced), so the reported position stays
-      where the last resume started.
+    - counts_in_epoch=False: the state reports the position object made with the stream, and a resume starts a new
+      one that the iteration advances instead (huggingface/datasets#8308's mechanism: the dataset kept a reference
+      to a stale state dict that `load_state_dict` had replaced), so once a stream was resumed its reported position
+      stays at the position the stream was made with (0): the next resume starts the epoch again.
     """
 
     def __init__(self, keys: Sequence[str], counts_in_epoch: bool) -> None:

@@ -31,13 +31,15 @@ from loaderlab.tar_shards import LABEL_SUFFIX, SHARD_NAME, sample_key, write_tar
 
 LAYOUT_VERSION = 1  # raise it when the layout below changes: every bucket is then uploaded again
 SPLITS = ("train", "val")
-# 4 prefixes: spreading per-object GETs over them lifts a per-prefix rate limit fourfold (the lesson on S3's
-# 5,500 GET/s per prefix), while each of ci's prefixes still holds 50 train images.
+# 4 prefixes: spreading per-object GETs over them lifts the proxy's per-prefix rate limit fourfold (the lesson on S3's
+# 5,500 GET/s per partitioned prefix: S3 itself gives a new prefix no capacity of its own until sustained load makes it
+# partition one, and partitions on key prefixes of any length, not at slashes), while each of ci's prefixes still
+# holds 50 train images.
 IMAGE_PREFIXES = 4
 # 16 samples a shard: ci's train split makes 13 shards (12 full, the last of 8) and val 4. Enough shards for 16
 # requests in flight, a cache budget of a few shards, and ranks x workers that do not divide them evenly; each
-# shard (about 2.4 MB) is at the bandwidth-delay product of one emulated connection (50 ms x 50 MB/s = 2.5 MB),
-# so streaming a shard already amortises the latency that a 150 KB object pays in full.
+# shard (about 2.4 MB) is about L x B of one emulated connection (50 ms x 50 MB/s = 2.5 MB, the bytes it carries in
+# one latency), so streaming a shard spends as long on its body as on its latency, which a 150 KB object pays in full.
 SAMPLES_PER_SHARD = 16
 # Upload time with 8 threads, `ci` (250 images, 38.6 MB, as objects and as 17 shards), boto3 1.44, to a fresh local
 # `weed mini`: 1.67 s (median of 3: 1.08-1.89 s), and 0.02 s for a call that finds the bucket up to date; the

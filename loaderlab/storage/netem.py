@@ -18,7 +18,9 @@ proxy's address verifies upstream) and its bodies streamed both ways. Per reques
   request bodies (PUT) are streamed, not paced;
 - a per-prefix rate limit on GET and HEAD of objects (prefix: bucket + first key segment, "ci/images-3"): a
   1-second sliding window admits at most `prefix_gets_per_s` requests in any second, and answers the rest with
-  S3's 503 SlowDown (XML body) without asking the server;
+  S3's 503 SlowDown (XML body) without asking the server. This is S3's steady state once a prefix is partitioned:
+  S3 itself partitions on key prefixes of any length, not at slashes, and only under a sustained rate, answering 503
+  SlowDown while it scales;
 - an injected 503 SlowDown with probability `p_slowdown`, and a connection closed mid-body with probability
   `p_drop` (GETs answered 200 or 206 with a Content-Length of 2 bytes or more): the client gets the headers and
   a short body, 1 to Content-Length - 1 bytes of it, then end of stream. The transport is closed, not aborted:
@@ -147,7 +149,9 @@ PROFILES: dict[str, NetworkProfile] = {
     # 200: at 16 in flight the client's and the proxy's CPU start to show).
     "region": NetworkProfile("region", latency_s=0.050, jitter_s=0.005, connection_bytes_per_s=50e6,
                              total_bytes_per_s=200e6, prefix_gets_per_s=150.0),
-    # region with faults: 5 % of requests answered 503 SlowDown, 3 % of bodies cut (the research's fault run).
+    # region with faults: 5 % of requests answered 503 SlowDown, 3 % of bodies cut (the research's fault run): far above
+# S3's, where "a very small percentage of 5xx errors" is expected in normal use (AWS knowledge center
+# http-5xx-errors-s3), so that the faults show in a few hundred requests.
     "flaky": NetworkProfile("flaky", latency_s=0.050, jitter_s=0.005, connection_bytes_per_s=50e6,
                             total_bytes_per_s=200e6, prefix_gets_per_s=150.0, p_slowdown=0.05, p_drop=0.03),
 }
