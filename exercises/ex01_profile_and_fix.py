@@ -19,7 +19,8 @@ read by its content, kept as stored with no EXIF rotation, grayscale as three eq
 converts it).
 
 Notebook 01 measures every idea used here. Grade: `pytest grader/test_ex01_profile_and_fix.py`.
-Hints, from a nudge to nearly the answer: `make hint EX=ex01 LEVEL=1` (then 2, 3, ...).
+Hints: `make hint EX=ex01 LEVEL=1` (then 2, 3, ...), from a nudge to nearly the answer for steps 1-4, where and how
+to measure for step 5; a check the grade names has its own levels, up to its fix (`CHECK=<check> LEVEL=2`).
 """
 
 from __future__ import annotations
@@ -114,12 +115,9 @@ def decode_less_crop(path: Path | str) -> np.ndarray:
       mean is over 200 training images spread evenly, and the 6.0 holds for those and for every training image
       whose crop window is at least 2 x 224 px on a side (the header gives the size). A file that is not a JPEG
       (a PNG) gives its crop too.
-      Why a margin: a JPEG decoded at 1/2, 1/4 or 1/8 is not shrunk the way the reference shrinks it. The decoder
-      keeps each 8x8 block's lowest frequencies (a cut-off low-pass with block edges, not an antialiased filter),
-      and a window cut at whole pixels of the smaller image can be off by up to half of one of them. Decoded well
-      above 224 px, the window's antialiased resize averages both away; decoded to just above 224 px, it is barely
-      shrunk, and fine patterns come out aliased and shifted. So a smaller decode needs some room above 224 px;
-      how much is yours to measure.
+      Why a margin: a JPEG decoded at 1/2, 1/4 or 1/8 is not shrunk the way the reference shrinks it (notebook 01,
+      section 5 measures how far, by image size). Which images that takes past the tolerance, and what keeps them
+      within it, is yours to measure.
     - a file that does not decode raises one of `loaderlab.images.DECODE_ERRORS` (as Pillow and simplejpeg do),
       so that `load_batches` can skip it and report why.
     - each call reads and decodes the file as it is now (no cache between calls).

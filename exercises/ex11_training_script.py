@@ -5,36 +5,64 @@ profile's data (`loaderlab.paths.dataset_dir()`, its `train` and `val` folders) 
 accuracy, the training images/s and the wall time. It is also slow and subtly wrong, in ten places, and nothing
 marks them: the TODO below the imports lists what you would notice running it. Finding each cause is the exercise:
 reproduce a symptom and measure it (notebook 08's tools), find the code that causes it, then fix it with what
-modules 01-07 taught. `make grade EX=ex11` measures each symptom on its own, then times your script against this
-original and trains it for the profile's epoch budget; its messages say what it observed, not why. Stuck on one,
-`make hint EX=ex11 CHECK=<the check> LEVEL=1` says where to look and how to measure it; levels 2 and 3 give the
-cause, then the fix.
+modules 01-07 taught. `make grade EX=ex11` checks the interface and measures each goal below on its own, then times
+your script against this original and trains it for the profile's epoch budget; its messages say what it observed,
+not why. Stuck on one, `make hint EX=ex11 CHECK=<the check> LEVEL=1` says where to look and how to measure it;
+levels 2 and 3 give the cause, then the fix.
 
 Fixed (do not change them, the grader relies on them): the model, optimiser, seeds, batch size, image sizes and
 epoch budget, all in `loaderlab.training`.
 
-The contract (keep these names and signatures; fix the bodies):
+The interface (keep these names and signatures):
 
-- `ShapesFolder(split_dir, train)`: a Dataset of `(image, label)` over `split_dir/<class>/<file>.jpg`. `classes`
-  are the sorted class folder names, `targets` each item's label (its class folder's index in `classes`).
-  Items are uint8 tensors of shape (3, IMAGE_SIZE, IMAGE_SIZE): the image resized to a short side of RESIZE, then
-  with `train=True` a random IMAGE_SIZE crop and a random horizontal flip drawn anew on every read (in every worker,
-  every epoch), with `train=False` the centre crop, the same every time.
-  An image that does not decode raises an error that names its file. Every kind of file the dataset mixes
-  (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a
-  PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`: read by its content, kept as stored with
-  no EXIF rotation, grayscale as three equal channels, CMYK as Pillow converts it).
-- `make_loaders(data_dir, device, seed=SEED, num_workers=None) -> (train_loader, val_loader)`: DataLoaders of
-  batches of BATCH_SIZE; the train loader shuffles every epoch (a new permutation, seeded by `seed`), the val loader
-  keeps file order. `num_workers=None` means one worker process per usable core (`loaderlab.machine.usable_cores`),
-  kept alive from epoch to epoch (workers, where there are any, persist); `pin_memory` only when `device` is CUDA.
-- `to_model_input(images, device) -> torch.Tensor`: a uint8 (N, 3, S, S) batch to float32 on `device`, scaled to
-  0..1 and normalised by MEAN and STD, the whole batch at once, after the copy.
-- `train_one_epoch(model, optimizer, loader, device)`: one pass of `loaderlab.training.train_step` over the loader.
-- `evaluate(model, loader, device) -> float`: accuracy (0..1) over the loader.
+- `ShapesFolder(split_dir, train)`, `split_dir` a Path or a str: a Dataset with one item per image file of
+  `split_dir/<class>/`, ordered by class folder name, then by file name. `classes` holds the sorted class folder
+  names, `targets` each item's label: the index in `classes` of the class folder that holds its file. An item is
+  `(image, label)`, `image` a uint8 tensor (3, IMAGE_SIZE, IMAGE_SIZE) of RGB pixels, `label` the item's entry in
+  `targets`. With `train=True` the image is a random IMAGE_SIZE crop, at random mirrored left to right, of the
+  picture resized to a short side of RESIZE; with `train=False`, the centre IMAGE_SIZE crop of that resize.
+- `make_loaders(data_dir, device, seed=SEED, num_workers=None) -> (train_loader, val_loader)`: DataLoaders over
+  the ShapesFolders of `data_dir/train` and `data_dir/val` (`data_dir` a Path or a str), whose batches are
+  `(images, labels)`, uint8 (N, 3, IMAGE_SIZE, IMAGE_SIZE) and int64 (N,), N being BATCH_SIZE but in a shorter last
+  batch. `device` (a torch.device or a str, with or without an index) is where the batches will be trained, `seed`
+  the run's randomness, `num_workers` the number of loading processes beside the training process (None: the
+  script's own choice for the machine).
+- `to_model_input(images, device) -> torch.Tensor`: a uint8 (N, 3, S, S) batch as the model's input on `device` (a
+  torch.device or a str): float32, (images / 255 - MEAN) / STD per channel.
+- `train_one_epoch(model, optimizer, loader, device)`: one `loaderlab.training.train_step` per batch of `loader`
+  (any iterable of batches).
+- `evaluate(model, loader, device) -> float`: the model's accuracy (0..1) over all the images of `loader`.
 - `time_training(model, optimizer, loader, device, warmup_batches=WARMUP_BATCHES) -> float`: trains one pass of
-  the loader and returns the images/s of the steady state (the first `warmup_batches` batches left out).
+  `loader` and returns its steady state's images/s, `warmup_batches` being the length of its warm-up.
 - `train(data_dir, epochs, device, seed=SEED) -> TrainingRun` and `main(argv)`: the whole run.
+
+The goals (each measured on its own, by the step in brackets):
+
+- A damaged file is reported by name: an epoch over a folder that holds a file that does not decode stops with an
+  error that names the file, as does reading its item (step 1).
+- Labels right wherever the data folder lives: a split linked elsewhere, at another depth, labels each file by its
+  class folder (step 4).
+- Every readable sample once per epoch, in an order of the epoch's own: the same `seed` gives the same orders,
+  another seed others (step 6).
+- Augmentation that varies: reads of a train item, by one process or by several, in one epoch or in several, do not
+  repeat one crop and flip (step 5).
+- An honest evaluation: one model evaluated twice gets the same accuracy; each val item is the same on every read and
+  the val loader hands the items out in the dataset's order (step 7). Every val image comes within 6 levels on
+  average (14 at worst) of the reference: `loaderlab.images`' decode, resized to a short side of RESIZE with Pillow's
+  bilinear filter, then the centre crop (either rounding of the long side and of the offset). Every kind of file the
+  dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged
+  camera files, a PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`: read by its content, kept
+  as stored with no EXIF rotation, grayscale as three equal channels, CMYK as Pillow converts it).
+- Figures that count what they say: the accuracy over every image, a step on every batch, the last short one too, and
+  an images/s that a slow start does not move (step 9).
+- Batches ready for their device: page-locked (pinned) for a CUDA device, where that lets their copy overlap the
+  step, and in ordinary memory for any other, which could not use it (step 8).
+- The machine at work: with `num_workers=None`, as many loading processes as the machine has usable cores (the count
+  `make grade` prints), and no epoch after the first waiting for them to start; a `num_workers` given is used as
+  given (step 3). Training through `to_model_input` and the fixed step, at least 0.8x the original's images/s per
+  core free while timing (1.6x at most is asked), and a loop that waits for data at most 30% of its time (step 10).
+- Time to accuracy: after the profile's epoch budget, a mean val accuracy over its last 3 epochs of at least 0.25
+  on `ci` and 0.6 on `workshop` (step 10).
 """
 
 from __future__ import annotations
