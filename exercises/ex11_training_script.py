@@ -36,31 +36,26 @@ The interface (keep these names and signatures):
   `loader` and returns its steady state's images/s, `warmup_batches` being the length of its warm-up.
 - `train(data_dir, epochs, device, seed=SEED) -> TrainingRun` and `main(argv)`: the whole run.
 
-The goals (each measured on its own, by the step in brackets):
+The goals (what a run reaches when it is right; `make grade` measures each on its own and names its step):
 
-- A damaged file is reported by name: an epoch over a folder that holds a file that does not decode stops with an
-  error that names the file, as does reading its item (step 1).
-- Labels right wherever the data folder lives: a split linked elsewhere, at another depth, labels each file by its
-  class folder (step 4).
-- Every readable sample once per epoch, in an order of the epoch's own: the same `seed` gives the same orders,
-  another seed others (step 6).
-- Augmentation that varies: reads of a train item, by one process or by several, in one epoch or in several, do not
-  repeat one crop and flip (step 5).
-- An honest evaluation: one model evaluated twice gets the same accuracy; each val item is the same on every read and
-  the val loader hands the items out in the dataset's order (step 7). Every val image comes within 6 levels on
-  average (14 at worst) of the reference: `loaderlab.images`' decode, resized to a short side of RESIZE with Pillow's
-  bilinear filter, then the centre crop (either rounding of the long side and of the offset). Every kind of file the
-  dataset mixes (`data_gen.encodings`: progressive, 4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged
-  camera files, a PNG under a .jpg name) gives the reference's pixels (`loaderlab.images`: read by its content, kept
-  as stored with no EXIF rotation, grayscale as three equal channels, CMYK as Pillow converts it).
-- Figures that count what they say: the accuracy over every image, a step on every batch, the last short one too, and
-  an images/s that a slow start does not move (step 9).
-- Batches ready for their device: page-locked (pinned) for a CUDA device, where that lets their copy overlap the
-  step, and in ordinary memory for any other, which could not use it (step 8).
-- The machine at work: with `num_workers=None`, as many loading processes as the machine has usable cores (the count
-  `make grade` prints), and no epoch after the first waiting for them to start; a `num_workers` given is used as
-  given (step 3). Training through `to_model_input` and the fixed step, at least 0.8x the original's images/s per
-  core free while timing (1.6x at most is asked), and a loop that waits for data at most 30% of its time (step 10).
+- The right data. Each epoch reads every readable sample of the split once, labelled by its class folder wherever
+  the data folder is linked (step 4); a file that does not decode stops the run with an error that names it
+  (step 1); every val image comes within 6 levels on average (14 at worst) of the reference: `loaderlab.images`'
+  decode, resized to a short side of RESIZE with Pillow's bilinear filter, then the centre crop (either rounding of
+  the long side and of the offset), for every kind of file the dataset mixes (`data_gen.encodings`: progressive,
+  4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name; the reference
+  reads a file by its content, keeps it as stored with no EXIF rotation, grayscale as three equal channels, CMYK as
+  Pillow converts it) (step 7).
+- Randomness where it belongs, and only there. Training draws afresh whenever it reads again, in each epoch and in
+  each loading process, and the same `seed` gives the same run, another seed another (steps 5, 6). Evaluation draws
+  nothing: one model evaluated twice gets one accuracy (step 7).
+- Figures that mean what they say: the accuracy over every val image, a step on every batch, and an images/s that
+  the run's start does not move (step 9).
+- Speed, on every device the script accepts. When `num_workers` is None, every usable core (the count `make grade`
+  prints) is at work in every epoch; a `num_workers` given is used as given (step 3). Nothing is done on the batch
+  path that the training device cannot use, whether it is the CPU or a CUDA GPU (step 8). Training through
+  `to_model_input` and the fixed step reaches at least 0.8x the original's images/s per core free while timing
+  (1.6x at most is asked), and the loop waits for data at most 30% of its time (step 10).
 - Time to accuracy: after the profile's epoch budget, a mean val accuracy over its last 3 epochs of at least 0.25
   on `ci` and 0.6 on `workshop` (step 10).
 """
