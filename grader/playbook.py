@@ -78,8 +78,8 @@ LESSONS: dict[tuple[str, str], str] = {
         "ran {ratio} as fast as {baseline_name}, one GET per object. Store small samples in shards and stream them.",
     ("ex14_remote_shards", "in_flight_reaches_the_model"):
         "Throughput from object storage comes from requests in flight: {name} ran {ratio} as fast as {baseline_name} "
-        "under the emulated `region` network. Keep as many requests open as throughput times each request's time "
-        "(Little's law), within what your CPU can issue.",
+        "under the emulated `region` network at 200 ms first-byte latency. Keep as many requests open as throughput "
+        "times each request's time (Little's law), within what your CPU can issue.",
 }
 GENERIC_LESSON = "{name} ran {ratio} as fast as {baseline_name}, on {cores}."
 WORKERS = re.compile(r"(\d+) workers?\b")
