@@ -86,8 +86,8 @@ def test_non_206_answers_are_refused(grade):
 @pytest.mark.step(4, "a local cache")
 def test_cache_stays_within_budget(grade):
     """ShardCache with budgets of 2.5 mean shards, cache_dir as a nested Path and a relative str, gets from 1 and 4
-    threads, then objects of 30 KB to 2.4 MB from 4 threads at once, while a watcher samples the folder every 2 ms:
-    the objects' bytes, never more on disk than the budget."""
+    threads, then objects of many sizes (train and val shards, images) from 4 threads started at once, while a watcher
+    samples the folder every 2 ms: the objects' bytes, never more on disk than the budget."""
     grade()
 
 

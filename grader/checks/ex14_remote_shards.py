@@ -105,7 +105,7 @@ SAME_TIME_THREADS = 8
 SAME_TIME_SHARDS = 3
 LRU_ACCESSES = 30            # shard accesses per epoch, with repeats (a shuffled sample order's shards, in short runs)
 LRU_BUDGET_SHARDS = 4.5
-MIXED_OBJECTS = 3            # image objects among the shards of the mixed-size setting (sizes from 30 KB to 2.4 MB)
+MIXED_OBJECTS = 3            # image objects among the shards of the mixed-size setting
 MIXED_BUDGET_LARGEST = 2.2   # its budget, in sizes of its largest shard
 FAILING_WAITERS = 6          # threads that ask for one shard at once while every body breaks off
 # Every answer's body cut short by the proxy: each attempt of every GET fails.
