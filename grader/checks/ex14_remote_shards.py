@@ -587,8 +587,8 @@ def range_reads_coalesce_neighbours(ex: ModuleType) -> None:
                 f"{what}: the proxy saw {_describe(stats)}: fetch the samples with Range requests, not whole shards.")
             assert stats.range_gets <= runs, (
                 f"{what}: {stats.range_gets} Range requests for {runs} runs of neighbours: samples next to each other "
-                "in a shard (only tar headers between them) must come in one request. Sort the shard's samples by "
-                "offset and merge while the gap is a header or two.")
+                "in a shard (only tar headers between them) must come in one request, and a key asked twice is fetched "
+                "once. Sort the shard's distinct samples by offset and merge while the gap is a header or two.")
             overfetch = stats.bytes_sent / own - 1
             assert overfetch <= MAX_OVERFETCH, (
                 f"{what}: {stats.bytes_sent:,} bytes fetched for {own:,} bytes of samples (each counted once), "
