@@ -18,29 +18,38 @@ Build it in steps; each TODO names its step, and `pytest grader/test_ex14_remote
 Hints: `make hint EX=ex14` (LEVEL=1 to 5, from a nudge to nearly the answer).
 
 Contract (the grader checks each point; [n] is the step that checks it):
+- [1][3] every reader's `label` is an int, and its `data` the image file's bytes (`bytes`), or `decode(bytes)` when a
+  decode is given;
 - [1] `object_samples` gets each object in one GET, one request at a time, in the order given, and yields
-  `RemoteSample(object key, data, label given)`; `data` is the object's bytes, or `decode(bytes)` when a decode is given;
+  `RemoteSample(object key, data, label given)`;
 - [1] `shard_samples` yields every sample of the shards given, in written order, as `RemoteSample(sample key, data,
   label)` (the key and label as the shard stores them), reading each shard whole in one streamed GET: at most 2
-  requests per shard, none per sample;
+  requests per shard, none per sample, and each sample yielded as its bytes arrive (the shard's first sample before
+  its last byte, never the shard held whole first);
 - [1] under the `region` profile, `shard_samples` reaches at least half the speed-up over `object_samples` that the
   model r = S / (L + S/B) gives for their requests (one per shard against one per sample);
-- [2] `fetch_in_flight` yields each object's bytes in the order of the keys given, never with more than `in_flight`
-  requests open, and under `region` with a first-byte latency of 200 ms reaches 60% of the model's speed-up over one
+- [2] `fetch_in_flight` yields each object's bytes in the order of the keys given (a key given twice comes twice), one
+  GET per key given, never with more than `in_flight` requests open, whatever the keys and however slowly its
+  consumer reads, and under `region` with a first-byte latency of 200 ms reaches 60% of the model's speed-up over one
   request at a time at 16 in flight;
 - [2] when its consumer stops early (the generator is closed) or a GET fails, every thread or task it started has
   stopped before control returns;
 - [3] `ShardIndex` reads the index once, when it is made (no LIST, ever); `read(keys)` returns the samples asked
   for, in that order, fetched by `Range` from their shards: samples next to each other in a shard (only tar headers
-  between them) in one request, and at most 10% more bytes than the samples' own; an answer that is not
+  between them) in one request, and at most 10% more bytes than the samples' own (each counted once: a key asked
+  twice comes twice, fetched once), whatever the pattern of keys; an answer that is not
   206 Partial Content raises an error naming the shard, never hands the body on as the sample;
-- [4] `ShardCache.get(shard_key)` returns the shard's bytes, kept in `cache_dir`, whose files never add up to more
-  than `budget_bytes` (downloads in progress included); before a new shard is written the least recently used are
-  removed until it fits; a shard several threads ask for at once is fetched once;
+- [4] `ShardCache.get(shard_key)` returns the shard's bytes (each key a shard of its own: `shards/train/shard-00000.tar`
+  and `shards/val/shard-00000.tar` are two), kept in `cache_dir`, whose files (every file under it, downloads in
+  progress included) never add up to more than `budget_bytes`, whatever the shards' sizes and however many threads
+  call `get`; before a new shard is written the least recently used are removed until it fits; a shard several
+  threads ask for at once is fetched once, and when that fetch fails each of them gets an error promptly (or tries
+  again itself), never waits on; a failed fetch is not kept: the next `get` tries again;
 - [5] bad input raises, within 20 s, an error whose message names what and where: wrong credentials, a missing
-  bucket or key, or no server at the endpoint (the bucket or key and the endpoint's URL); a shard cut short (the
-  shard's key); an index entry past its shard's end (the sample's and the shard's keys). Never a hang, never a
-  silently short epoch.
+  bucket or key, or no server at the endpoint (the bucket or key and the endpoint's URL); a shard cut short, wherever
+  the cut falls, inside a member or at a member's boundary (a tar ends with two zero blocks after its last member)
+  (the shard's key); an index entry past its shard's end (the sample's and the shard's keys). A request that fails
+  on every attempt (a body the network breaks off) raises within 20 s too. Never a hang, never a silently short epoch.
 """
 
 from __future__ import annotations

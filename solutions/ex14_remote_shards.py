@@ -6,7 +6,9 @@ Design choices:
 - Every call to the store goes through `_get`, which turns any failure into `RemoteReadError` naming the bucket,
   the key (and range) and the endpoint's URL: botocore's own messages say what ("NoSuchKey"), never where.
 - `shard_samples` parses each shard with `tarfile` in stream mode ("r|") straight from the response body, so a
-  shard is never held whole; a tar error or a sample without both members is a shard cut short, named.
+  shard is never held whole (`tar_samples`); a tar error, a body that breaks off, a sample without both members,
+  or a stream that ends without the archive's two closing zero blocks (tarfile's loop ends quietly at a member's
+  boundary) is a shard cut short, named.
 - `fetch_in_flight` keeps a window of `in_flight` futures on a pool of `in_flight` threads and hands results on
   from the window's head: order kept, never more than `in_flight` requests open; its `finally` cancels what has
   not started and joins the pool, so a closed generator or an error leaves no thread behind.
@@ -15,7 +17,9 @@ Design choices:
   answer must be 206 with exactly the bytes asked for.
 - `ShardCache` keeps an OrderedDict of the shards on disk (least recently used first) under one lock, and a Future
   per shard being fetched, so a second thread missing the same shard waits for the first. A miss downloads into
-  memory, makes room, then writes the file: the folder never holds more than the budget.
+  memory, makes room, then writes the file: the folder never holds more than the budget. A failed fetch hands its
+  error to every thread waiting on it, and is forgotten: the next get tries again. A shard's file is named after its
+  whole key, quoted (`path_of`), never its basename alone.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 from loaderlab.storage.server import Endpoint
 
@@ -36,6 +41,7 @@ READ_TIMEOUT_S = 10.0
 ATTEMPTS = 2                 # a refused connection is tried twice, then reported
 COALESCE_GAP_BYTES = 8192    # between two samples of a shard: headers, the .cls member, padding (ci: 3,584-4,095 bytes)
 LABEL_SUFFIX = "cls"
+END_OF_ARCHIVE_BYTES = 2 * tarfile.BLOCKSIZE   # two zero blocks close a tar archive
 
 
 class RemoteSample(NamedTuple):
@@ -98,15 +104,19 @@ def shard_samples(endpoint: Endpoint, bucket: str, shard_keys: Sequence[str],
     """Every sample of these tar shards, shard after shard, each in written order, each shard read in one GET."""
     client = _client(endpoint)
     for shard in shard_keys:
-        body = _get(client, endpoint, bucket, shard)["Body"]
+        response = _get(client, endpoint, bucket, shard)
+        body = response["Body"]
         try:
-            yield from _samples_of(body, decode, _where(endpoint, bucket, shard))
+            yield from tar_samples(body, response["ContentLength"], decode, _where(endpoint, bucket, shard))
         finally:
             body.close()
 
 
-def _samples_of(stream: Any, decode: Callable[[bytes], Any] | None, where: str) -> Iterator[RemoteSample]:
-    """The samples of one tar stream, each yielded once its image and its label are read."""
+def tar_samples(stream: Any, size: int, decode: Callable[[bytes], Any] | None, where: str) -> Iterator[RemoteSample]:
+    """The samples of one tar stream of `size` bytes, each yielded once its image and its label are read.
+
+    tarfile ends its loop quietly when the stream ends at a member's boundary (or inside a header): only the two
+    zero blocks that close an archive say it is whole, so a stream without them past its last member is cut short."""
     key, parts = None, {}
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
@@ -117,8 +127,14 @@ def _samples_of(stream: Any, decode: Callable[[bytes], Any] | None, where: str) 
                     parts = {}
                 key = member_key
                 parts[suffix] = tar.extractfile(member).read()
-    except (tarfile.TarError, OSError) as err:
-        raise RemoteReadError(f"shard {where} is cut short or not a tar ({err})") from err
+            end = tar.offset   # where the end-of-archive blocks start
+    except RemoteReadError:
+        raise
+    except Exception as err:   # tarfile's errors, and a body that broke off (botocore's, urllib3's)
+        raise RemoteReadError(f"shard {where} is cut short or not a tar ({type(err).__name__}: {err})") from err
+    if end + END_OF_ARCHIVE_BYTES > size:
+        raise RemoteReadError(f"shard {where} is cut short: it ends at byte {size:,}, without the end-of-archive "
+                              f"blocks a tar closes with after its last member (at byte {end:,})")
     if key is not None:
         yield _sample(key, parts, decode, where)
 
@@ -237,39 +253,46 @@ class ShardCache:
         self.on_disk: OrderedDict[str, int] = OrderedDict()   # shard key -> bytes, least recently used first
         self.fetching: dict[str, Future[bytes]] = {}
 
-    def _file(self, shard_key: str) -> Path:
-        return self.cache_dir / shard_key.replace("/", "__")
+    def path_of(self, shard_key: str) -> Path:
+        """The file that holds a shard: its whole key, quoted (a name of its basename alone would give
+        shards/train/shard-00000.tar and shards/val/shard-00000.tar one file)."""
+        return self.cache_dir / quote(shard_key, safe="")
 
     def get(self, shard_key: str) -> bytes:
         """The shard's bytes: from cache_dir when there, else fetched once and kept."""
         with self.lock:
             if shard_key in self.on_disk:
                 self.on_disk.move_to_end(shard_key)
-                return self._file(shard_key).read_bytes()
+                return self.path_of(shard_key).read_bytes()
             pending = self.fetching.get(shard_key)
             if pending is None:
                 mine = self.fetching[shard_key] = Future()
         if pending is not None:
-            return pending.result()
+            return pending.result()   # the fetch's bytes, or its error: a waiter never outlives a failed fetch
         try:
-            data = _read(self.client, self.endpoint, self.bucket, shard_key)
-            self._keep(shard_key, data)
+            data = self.download(shard_key)
+            self.keep(shard_key, data)
         except BaseException as err:
             mine.set_exception(err)
             raise
         finally:
             with self.lock:
-                del self.fetching[shard_key]
+                del self.fetching[shard_key]   # a failed fetch is not kept: the next get tries again
         mine.set_result(data)
         return data
 
-    def _keep(self, shard_key: str, data: bytes) -> None:
+    def download(self, shard_key: str) -> bytes:
+        """The shard's bytes, from the store (into memory: nothing is written in cache_dir before room is made)."""
+        return _read(self.client, self.endpoint, self.bucket, shard_key)
+
+    def keep(self, shard_key: str, data: bytes) -> None:
+        """Write the shard in cache_dir, once the least recently used have been removed until it fits."""
         if len(data) > self.budget:
             raise ValueError(f"shard {shard_key!r} is {len(data):,} bytes, more than the cache's whole budget of "
                              f"{self.budget:,} bytes")
         with self.lock:
             while sum(self.on_disk.values()) + len(data) > self.budget:
                 oldest, _ = self.on_disk.popitem(last=False)
-                self._file(oldest).unlink()
-            self._file(shard_key).write_bytes(data)
+                self.path_of(oldest).unlink()
+            self.path_of(shard_key).write_bytes(data)
             self.on_disk[shard_key] = len(data)

@@ -16,6 +16,7 @@ import json
 import os
 import random
 import socket
+import tarfile
 import tempfile
 import threading
 import time
@@ -44,6 +45,12 @@ SPLIT = "train"
 OBJECT_SAMPLES = 30          # objects read one by one (ci: 200 train images in 10 shards of 20)
 EPOCH_SHARDS = 13            # shards read by the every-sample check: all of ci's train split, the first 13 of a larger one
 PIXEL_SHARDS = 1             # shards read again with a decode, their crops compared with the reference's
+RAW_SHARDS = 1               # shards read again without a decode: `data` the image's bytes, `label` an int
+# A streamed shard: paced so that its bytes take STREAM_SHARD_S to arrive, its first sample must come within
+# FIRST_SAMPLE_SHARE of that (the first sample is about a sixteenth of a ci shard): a reader that holds the shard
+# whole before parsing it yields nothing until the last byte is in.
+STREAM_SHARD_S = 2.0
+FIRST_SAMPLE_SHARE = 0.5
 MAX_REQUESTS_PER_SHARD = 2   # one GET streams a shard; a HEAD may go with it
 TIMED_SHARDS = 2             # the timed check: these shards (32 samples on ci) against their samples as objects
 # shard_samples against object_samples under `region`, as a share of the model's speed-up. The model: a request of S
@@ -72,6 +79,8 @@ SLOW = NetworkProfile("ex14-slow", latency_s=0.050, connection_bytes_per_s=SLOW_
 STOP_GRACE_S = 0.3
 CLOSE_IN_FLIGHT = 8          # the generator is closed after its first item
 ERROR_AT = 5                 # position of the missing key in the failing fetch
+# More patterns for the bound and the order: (in_flight, keys, each key given twice, the consumer's pause per item).
+MORE_FETCH_PATTERNS = ((3, 8, True, 0.010), (16, 5, False, 0.0))
 IN_FLIGHT = 16               # the timed check's in_flight
 TIMED_OBJECTS = 64           # four waves of 16
 BASELINE_OBJECTS = 8         # one request at a time is steady: its rate over fewer objects is the same, sooner
@@ -97,6 +106,7 @@ IN_FLIGHT_SHARE = 0.6
 MAX_OVERFETCH = 0.1          # bytes fetched beyond the samples' own, as a share of theirs
 READ_RUNS = ((0, 0, 6), (2, 5, 3), (4, 19, 1), (7, 3, 1))   # (shard, first sample, samples): runs of neighbours
 EVERY_OTHER_SHARD = 1        # ... and every other sample of this shard: neighbours of nothing asked
+SCATTERED_KEYS = 10          # another pattern: keys drawn at random from the split
 # ---- step 4 ----
 WATCH_POLL_S = 0.002
 CACHE_BYTES_PER_S = 50e6     # a 2.4 MB shard downloads in about 50 ms: a download in progress is seen
@@ -110,6 +120,11 @@ SAME_TIME_THREADS = 8
 SAME_TIME_SHARDS = 3
 LRU_ACCESSES = 30            # shard accesses per epoch, with repeats (a shuffled sample order's shards, in short runs)
 LRU_BUDGET_SHARDS = 4.5
+MIXED_OBJECTS = 3            # image objects among the shards of the mixed-size setting
+MIXED_BUDGET_LARGEST = 2.2   # its budget, in sizes of its largest shard
+FAILING_WAITERS = 6          # threads that ask for one shard at once while every body breaks off
+# Every answer's body cut short by the proxy: each attempt of every GET fails.
+BROKEN_BODIES = NetworkProfile("ex14-broken-bodies", latency_s=SAME_TIME_LATENCY_S, p_drop=1.0)
 # ---- step 5 ----
 ERROR_TIMEOUT_S = 20.0
 SCRATCH_BUCKET = "ex14-broken-{pid}"
@@ -200,6 +215,18 @@ def _unpack(item: Any, what: str) -> tuple[str, Any, int]:
     return key, data, int(label)
 
 
+def _typed(items: Sequence[Any], what: str, raw: bool) -> None:
+    """What each value is, not only what it equals: a label is an int, and `data` (with `raw`: no decode given) the
+    image file's bytes."""
+    for key, data, label in items:
+        assert isinstance(label, int) and not isinstance(label, bool), (
+            f"{what}: the label of {key!r} is {type(label).__name__} {label!r}, not int: a label is an int (as the "
+            "index gives it, or parsed from the .cls member's text).")
+        assert not raw or isinstance(data, (bytes, bytearray, memoryview)), (
+            f"{what}: the data of {key!r} is {type(data).__name__}, not the image file's bytes: with no decode given, "
+            "yield the bytes themselves.")
+
+
 def _describe(stats: Stats) -> str:
     return (f"{stats.requests} requests ({stats.gets} GETs, {stats.range_gets} of them ranged, {stats.heads} HEADs, "
             f"{stats.lists} LISTs), {stats.bytes_sent:,} bytes sent, at most {stats.max_in_flight} open at once")
@@ -220,6 +247,7 @@ def object_samples_one_get_each(ex: ModuleType) -> None:
         items = _take(object_samples(store.endpoint, remote.bucket, [(k, label) for k, label, _ in chosen]), setting)
         stats = store.stats()
         got = [_unpack(item, setting) for item in items]
+        _typed(items, setting, raw=True)
         assert [key for key, _, _ in got] == [key for key, _, _ in chosen], (
             f"{setting}: yielded the keys {[key for key, _, _ in got][:4]}..., not the objects in the order given "
             f"({[key for key, _, _ in chosen][:4]}...); yield RemoteSample(object key, data, label) for each, in order.")
@@ -256,6 +284,7 @@ def shard_samples_every_sample_once(ex: ModuleType) -> None:
         items = _take(shard_samples(store.endpoint, remote.bucket, order, _sha256), setting)
         stats = store.stats()
         got = [_unpack(item, setting) for item in items]
+        _typed(items, setting, raw=False)
         keys = [key for key, _, _ in got]
         counts = Counter(keys)
         twice = [key for key, n in counts.items() if n > 1]
@@ -288,6 +317,47 @@ def shard_samples_every_sample_once(ex: ModuleType) -> None:
         differences = [mean_abs_difference(crop, expected_crop(ref.path)) for (_, crop, _), ref in zip(samples, references)]
         assert_pixels_within(differences, references, setting, WORST_TOLERANCE, MEAN_TOLERANCE,
                              how="Yield decode(the .jpg member's bytes): the decode the check gives is the reference's.")
+        raw_shards = order[:RAW_SHARDS]
+        setting = f"shard_samples over {raw_shards} with decode=None"
+        items = _take(shard_samples(store.endpoint, remote.bucket, raw_shards), setting)
+        got = [_unpack(item, setting) for item in items]
+        _typed(items, setting, raw=True)
+        for key, data, _ in got:
+            assert bytes(data) == _local_file(remote, key).read_bytes(), (
+                f"{setting}: the data of {key!r} is not its image's bytes ({len(data):,} bytes; the image has "
+                f"{_local_file(remote, key).stat().st_size:,}).")
+
+
+def shard_samples_stream_as_they_arrive(ex: ModuleType) -> None:
+    shard_samples = require(ex, "shard_samples")
+    with _store() as store:
+        remote = store.remote
+        shard = remote.shards[0]
+        size = _object_sizes(store.direct, remote.bucket, [shard])[0]
+        rate = size / STREAM_SHARD_S
+        store.network.use(NetworkProfile("ex14-stream", connection_bytes_per_s=rate))
+        what = (f"shard_samples over {shard!r} paced at {rate / 1e3:.0f} KB/s (its {size:,} bytes take "
+                f"{STREAM_SHARD_S:g} s to arrive), closed after its first sample")
+
+        def first() -> tuple[float, Any]:
+            samples = shard_samples(store.endpoint, remote.bucket, [shard])
+            started = time.perf_counter()
+            try:
+                item = next(samples)
+                return time.perf_counter() - started, item
+            finally:
+                samples.close()
+
+        with no_leaks(what):
+            took, item = within(60, what, first)
+        key = _unpack(item, what)[0]
+        assert key == remote.samples_of(shard)[0]["key"], (
+            f"{what}: the first sample was {key!r}, not the shard's first ({remote.samples_of(shard)[0]['key']!r}).")
+        assert took <= FIRST_SAMPLE_SHARE * STREAM_SHARD_S, (
+            f"{what}: the first sample came {took:.2f} s after the first next(), where the whole shard takes "
+            f"{STREAM_SHARD_S:g} s to arrive and its first sample about "
+            f"{STREAM_SHARD_S / len(remote.samples_of(shard)):.2f} s: it came only once {took / STREAM_SHARD_S:.0%} of "
+            "the shard's transfer time had passed.")
 
 
 def shards_beat_objects(ex: ModuleType) -> Comparison:
@@ -329,18 +399,27 @@ def fetcher_keeps_order_within_the_bound(ex: ModuleType) -> None:
     with _store(JITTERY) as store:
         remote = store.remote
         chosen = random.Random(15).sample(remote.objects, ORDER_OBJECTS)
-        keys = [key for key, _, _ in chosen]
-        expected = [_digest_of(path) for _, _, path in chosen]
-        for in_flight in IN_FLIGHT_SETTINGS:
+        runs = [(in_flight, chosen, 0.0) for in_flight in IN_FLIGHT_SETTINGS]
+        rng = random.Random(20)
+        for in_flight, count, twice, pause_s in MORE_FETCH_PATTERNS:   # the bound holds on every pattern of keys
+            picked = rng.sample(chosen, count) * (2 if twice else 1)
+            rng.shuffle(picked)
+            runs.append((in_flight, picked, pause_s))
+        for in_flight, picked, pause_s in runs:
+            keys = [key for key, _, _ in picked]
+            twice = len(set(keys)) < len(keys)
             store.network.reset()
-            setting = (f"fetch_in_flight over {len(keys)} objects with in_flight={in_flight}, answers taking "
-                       f"{JITTER_LATENCY_S * 1000:g} +- {JITTER_S * 1000:g} ms (they arrive out of order)")
-            got = _take(fetch_in_flight(store.endpoint, remote.bucket, keys, in_flight), setting)
+            setting = (f"fetch_in_flight over {len(keys)} objects{' (each given twice)' if twice else ''} with "
+                       f"in_flight={in_flight}, answers taking {JITTER_LATENCY_S * 1000:g} +- {JITTER_S * 1000:g} ms "
+                       "(they arrive out of order)"
+                       + (f", the consumer pausing {pause_s * 1000:g} ms per item" if pause_s else ""))
+            got = _take(_paused(fetch_in_flight(store.endpoint, remote.bucket, keys, in_flight), pause_s), setting)
             stats = store.stats()
             assert stats.max_in_flight <= in_flight, (
                 f"{setting}: the proxy saw {stats.max_in_flight} requests open at once, more than in_flight="
                 f"{in_flight}: bound the requests open (a pool of in_flight threads, a semaphore), not only the "
                 "results kept.")
+            expected = [_digest_of(path) for _, _, path in picked]
             digests = [_sha256(data) for data in got]
             assert len(digests) == len(expected), f"{setting}: yielded {len(digests)} items for {len(keys)} keys."
             wrong = [i for i, (a, b) in enumerate(zip(digests, expected)) if a != b]
@@ -349,6 +428,15 @@ def fetcher_keeps_order_within_the_bound(ex: ModuleType) -> None:
                 f"{setting}: {len(wrong)} of {len(keys)} items are not the bytes of the key at their position (first "
                 f"at position {wrong[0]}; {placed} of them are some key's bytes): out of order. Yield in the order "
                 "of the keys, whatever order the answers arrive in.")
+            assert stats.gets <= len(keys), (
+                f"{setting}: the proxy saw {_describe(stats)} for {len(keys)} keys: one GET per key given.")
+
+
+def _paused(items: Iterator[Any], pause_s: float) -> Iterator[Any]:
+    """A consumer that takes `pause_s` over each item."""
+    for item in items:
+        yield item
+        time.sleep(pause_s)
 
 
 def fetcher_stops_on_close_and_on_error(ex: ModuleType) -> None:
@@ -426,7 +514,9 @@ def _index(ex: ModuleType, store: Store, what: str, endpoint: Endpoint | None = 
 def _read(index: Any, keys: list[str], what: str) -> list[tuple[str, Any, int]]:
     items = within(60, what, lambda: index.read(keys))
     assert isinstance(items, list), f"{what}: read returned {type(items).__name__}, not a list of RemoteSample."
-    return [_unpack(item, what) for item in items]
+    got = [_unpack(item, what) for item in items]
+    _typed(items, what, raw=True)
+    return got
 
 
 def _check_samples(got: list[tuple[str, Any, int]], keys: list[str], remote: Remote, what: str) -> None:
@@ -467,36 +557,60 @@ def index_read_once_never_listed(ex: ModuleType) -> None:
             _check_samples(_read(index, asked, what), asked, val.remote, what)
 
 
+def _read_patterns(remote: Remote) -> list[tuple[str, list[str]]]:
+    """Patterns of keys for ShardIndex.read: (what, keys). The bounds hold on each, not only on one."""
+    rng = random.Random(17)
+    shards = [[entry["key"] for entry in remote.samples_of(shard)] for shard in remote.shards]
+    mixed = [key for shard, first, count in READ_RUNS for key in shards[shard][first:first + count]]
+    mixed += shards[EVERY_OTHER_SHARD][::2]
+    rng.shuffle(mixed)
+    whole = list(shards[6])
+    rng.shuffle(whole)
+    twice = shards[2][4:9]
+    return [
+        (f"{len(READ_RUNS)} runs of neighbours in shards and every other sample of a shard (shuffled)", mixed),
+        (f"{SCATTERED_KEYS} keys drawn at random from the split", rng.sample([e["key"] for e in remote.index],
+                                                                            SCATTERED_KEYS)),
+        ("a run of 9 neighbours, the last first", shards[3][2:11][::-1]),
+        ("runs of 1, 2, 3 and 5 neighbours, one sample apart", [shards[5][i] for i in (0, 2, 3, 5, 6, 7, 9, 10, 11,
+                                                                                        12, 13)]),
+        ("every sample of a shard (shuffled)", whole),
+        ("the last sample of a shard and the first of the next", [shards[7][-1], shards[8][0]]),
+        ("5 neighbours, each asked twice", twice + twice[::-1]),
+    ]
+
+
+def _runs_of(remote: Remote, keys: Sequence[str]) -> int:
+    """How many runs of neighbours (next to each other in a shard's written order) the distinct keys make."""
+    place = {entry["key"]: number for number, entry in enumerate(remote.index)}
+    places = sorted({place[key] for key in keys})
+    return sum(1 for before, now in zip([None, *places], places)
+               if before is None or now != before + 1 or remote.index[now]["shard"] != remote.index[before]["shard"])
+
+
 def range_reads_coalesce_neighbours(ex: ModuleType) -> None:
     with _store() as store:
         remote = store.remote
         index = _index(ex, store, "ShardIndex(endpoint, bucket, index_key)")
-        asked, runs = [], 0
-        for shard_number, first, count in READ_RUNS:
-            samples = remote.samples_of(remote.shards[shard_number])
-            asked += [entry["key"] for entry in samples[first:first + count]]
-            runs += 1
-        every_other = remote.samples_of(remote.shards[EVERY_OTHER_SHARD])[::2]
-        asked += [entry["key"] for entry in every_other]
-        runs += len(every_other)
-        random.Random(17).shuffle(asked)
         sizes = {entry["key"]: entry["size"] for entry in remote.index}
-        own = sum(sizes[key] for key in asked)
-        store.network.reset()
-        what = (f"ShardIndex.read of {len(asked)} keys (shuffled): {len(READ_RUNS)} runs of neighbours in a shard "
-                f"and every other sample of a shard, {runs} runs in all")
-        _check_samples(_read(index, asked, what), asked, remote, what)
-        stats = store.stats()
-        assert stats.gets == stats.range_gets > 0, (
-            f"{what}: the proxy saw {_describe(stats)}: fetch the samples with Range requests, not whole shards.")
-        assert stats.range_gets <= runs, (
-            f"{what}: {stats.range_gets} Range requests for {runs} runs of neighbours: samples next to each other "
-            "in a shard (only tar headers between them) must come in one request. Sort the shard's samples by "
-            "offset and merge while the gap is a header or two.")
-        overfetch = stats.bytes_sent / own - 1
-        assert overfetch <= MAX_OVERFETCH, (
-            f"{what}: {stats.bytes_sent:,} bytes fetched for {own:,} bytes of samples, {overfetch:.0%} more (at "
-            f"most {MAX_OVERFETCH:.0%}): merge neighbours only, not samples with other samples between them.")
+        for pattern, asked in _read_patterns(remote):
+            runs = _runs_of(remote, asked)
+            own = sum(sizes[key] for key in set(asked))
+            store.network.reset()
+            what = f"ShardIndex.read of {len(asked)} keys, {pattern}: {runs} runs of neighbours"
+            _check_samples(_read(index, asked, what), asked, remote, what)
+            stats = store.stats()
+            assert stats.gets == stats.range_gets > 0, (
+                f"{what}: the proxy saw {_describe(stats)}: fetch the samples with Range requests, not whole shards.")
+            assert stats.range_gets <= runs, (
+                f"{what}: {stats.range_gets} Range requests for {runs} runs of neighbours: samples next to each other "
+                "in a shard (only tar headers between them) must come in one request, and a key asked twice is fetched "
+                "once. Sort the shard's distinct samples by offset and merge while the gap is a header or two.")
+            overfetch = stats.bytes_sent / own - 1
+            assert overfetch <= MAX_OVERFETCH, (
+                f"{what}: {stats.bytes_sent:,} bytes fetched for {own:,} bytes of samples (each counted once), "
+                f"{overfetch:.0%} more (at most {MAX_OVERFETCH:.0%}): fetch each sample's bytes once, and merge "
+                "neighbours only, not samples with other samples between them.")
 
 
 def non_206_answers_are_refused(ex: ModuleType) -> None:
@@ -572,34 +686,117 @@ def _cache(ex: ModuleType, store: Store, cache_dir: Path | str, budget: int) -> 
 
 def _get(cache: Any, key: str, shards: dict[str, bytes], what: str) -> None:
     data = within(60, what, lambda: cache.get(key))
+    other = next((name for name, value in shards.items() if name != key and isinstance(data, (bytes, bytearray,
+                  memoryview)) and bytes(data) == value), None)
+    assert other is None, (
+        f"{what}: get({key!r}) returned the bytes of {other!r}: each key is a shard of its own (a file named after "
+        "the basename alone serves one shard for another).")
     assert isinstance(data, (bytes, bytearray, memoryview)) and bytes(data) == shards[key], (
         f"{what}: get({key!r}) returned {type(data).__name__} of {len(data) if hasattr(data, '__len__') else '?'} "
         f"bytes, not the shard's {len(shards[key])} bytes.")
+
+
+def _mixed_objects(store: Store) -> dict[str, bytes]:
+    """Objects of many sizes for the cache: four train shards, the first three val shards (none with a train shard's
+    basename among them; ci's third is half the others), and a few images."""
+    client = store.direct.client()
+    val = _remote(store.direct, "val")
+    keys = [*store.remote.shards[3:7], *val.shards[:3], *(key for key, _, _ in store.remote.objects[:MIXED_OBJECTS])]
+    return {key: client.get_object(Bucket=store.remote.bucket, Key=key)["Body"].read() for key in keys}
 
 
 def cache_stays_within_budget(ex: ModuleType) -> None:
     with _store(CACHE_PROFILE) as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
         shards = _shard_bytes(store)
         mean = sum(map(len, shards.values())) / len(shards)
-        keys = list(shards)
+        mixed = _mixed_objects(store)
+        settings = ((Path(scratch) / "cache" / "nested", 1, shards, int(BUDGET_SHARDS * mean)),
+                    (relative_str(Path(scratch) / "other"), CACHE_THREADS, shards, int(BUDGET_SHARDS * mean) + 12_345),
+                    (Path(scratch) / "mixed", CACHE_THREADS, mixed,
+                     int(MIXED_BUDGET_LARGEST * max(map(len, mixed.values())))))
         rng = random.Random(18)
-        for number, (folder, threads) in enumerate(((Path(scratch) / "cache" / "nested", 1),
-                                                    (relative_str(Path(scratch) / "other"), CACHE_THREADS))):
-            budget = int(BUDGET_SHARDS * mean) + number * 12_345
+        for folder, threads, objects, budget in settings:
             cache = _cache(ex, store, folder, budget)
+            keys = list(objects)
             order = [rng.choice(keys) for _ in range(3 * len(keys))]
+            sizes = sorted(map(len, objects.values()))
             what = (f"ShardCache(cache_dir={str(folder)!r} as a {type(folder).__name__}, budget_bytes={budget:,}), "
-                    f"{len(order)} gets from {threads} thread{'s' if threads > 1 else ''}")
+                    f"{len(order)} gets from {threads} thread{'s' if threads > 1 else ''}"
+                    + ("" if objects is shards else f" started at once, over {len(keys)} objects of {sizes[0]:,} to "
+                       f"{sizes[-1]:,} bytes (shards of both splits, and images)"))
             failures: list[str] = []
+            start = None if objects is shards else threading.Barrier(threads)
             with FolderWatch(Path(folder)) as watch, no_leaks(what):
-                within(120, what, lambda: _run_threads(cache, [order[i::threads] for i in range(threads)], shards,
-                                                        what, failures))
+                within(120, what, lambda: _run_threads(cache, [order[i::threads] for i in range(threads)], objects,
+                                                        what, failures, start))
             assert not failures, failures[0]
             assert watch.peak <= budget, (
                 f"{what}: the folder held {watch.peak:,} bytes at one moment (sampled every {WATCH_POLL_S * 1000:g} "
-                f"ms), over the budget of {budget:,}: make room before writing, and count a download in progress "
-                "(a file being written in cache_dir) too.")
+                f"ms), over the budget of {budget:,}: make room before writing, count every file in cache_dir (a "
+                "download in progress too), and count bytes, not shards.")
             assert watch.samples > 1, f"{what}: the folder's size was never sampled."
+
+
+def cache_keeps_each_shard_apart(ex: ModuleType) -> None:
+    with _store() as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
+        train, val = store.remote.shards[0], _remote(store.direct, "val").shards[0]
+        client = store.direct.client()
+        shards = {key: client.get_object(Bucket=store.remote.bucket, Key=key)["Body"].read() for key in (train, val)}
+        budget = 4 * sum(map(len, shards.values()))
+        cache = _cache(ex, store, Path(scratch) / "cache", budget)
+        what = (f"ShardCache(budget_bytes={budget:,}): get({train!r}), get({val!r}) (the same basename in "
+                "another split), then each again")
+        for key in (train, val, train, val):
+            _get(cache, key, shards, what)
+
+
+def _at_once(call: Callable[[], Any], threads: int, timeout_s: float) -> list[tuple[str, Any] | None]:
+    """`call` from `threads` threads started together: each one's ("returned", value) or ("raised", error), or None
+    for a thread still inside `call` `timeout_s` after the start (left behind: a daemon thread)."""
+    outcomes: list[tuple[str, Any] | None] = [None] * threads
+    start = threading.Barrier(threads)
+
+    def run(number: int) -> None:
+        try:
+            start.wait(30)
+            outcomes[number] = ("returned", call())
+        except Exception as err:
+            outcomes[number] = ("raised", err)
+
+    workers = [threading.Thread(target=run, args=(n,), name=f"grader-waiter-{n}", daemon=True) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + timeout_s
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    return list(outcomes)
+
+
+def cache_failure_reaches_every_waiter(ex: ModuleType) -> None:
+    with _store(BROKEN_BODIES) as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
+        shard = store.remote.shards[0]
+        shards = {shard: store.direct.client().get_object(Bucket=store.remote.bucket, Key=shard)["Body"].read()}
+        cache = _cache(ex, store, Path(scratch) / "cache", 2 * len(shards[shard]))
+        what = (f"{FAILING_WAITERS} threads asking ShardCache for {shard!r} at once, while every answer's body breaks "
+                "off (each attempt of each GET fails)")
+        outcomes = _at_once(lambda: cache.get(shard), FAILING_WAITERS, ERROR_TIMEOUT_S)
+        waiting = sum(outcome is None for outcome in outcomes)
+        assert not waiting, (
+            f"{what}: {waiting} of {FAILING_WAITERS} threads were still waiting in get {ERROR_TIMEOUT_S:g} s later: "
+            "when the fetch they wait on fails, every waiter must get an error promptly (or try again itself), "
+            "never wait on.")
+        for kind, value in filter(None, outcomes):
+            assert kind == "raised" or bytes(value) == shards[shard], (
+                f"{what}: get returned {len(value):,} bytes, not the shard's {len(shards[shard]):,}, with no error.")
+        store.network.use("loopback")
+        what = f"ShardCache.get({shard!r}) once the network works again, after that fetch failed"
+        try:
+            _get(cache, shard, shards, what)
+        except (AssertionError, NotImplementedError):
+            raise
+        except Exception as err:
+            raise AssertionError(f"{what} raised {type(err).__name__}: {str(err)[:200]}: a fetch that failed must "
+                                 "not be kept; the next get tries again.") from err
 
 
 def _run_threads(cache: Any, parts: list[list[str]], shards: dict[str, bytes], what: str,
@@ -749,6 +946,19 @@ def store_errors_name_what_and_where(ex: ModuleType) -> None:
             _expect_error(run, what, names, "bad input must fail loudly, never give an empty epoch.")
 
 
+def _boundary_cuts(shard: bytes, sample: str) -> list[tuple[int, str]]:
+    """Where to cut a shard at a member's boundary: after `sample` whole, between its image and its label, and after
+    the last member (the end-of-archive blocks gone): (bytes kept, where)."""
+    with tarfile.open(fileobj=io.BytesIO(shard)) as tar:
+        ends = {member.name: member.offset_data + -(-member.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+                for member in tar.getmembers()}
+    label = f"{sample}.cls"
+    image = next(name for name in ends if name.startswith(f"{sample}.") and name != label)
+    return [(ends[label], f"at a member's boundary, after sample {sample!r} whole"),
+            (ends[image], f"at a member's boundary, between sample {sample!r}'s image and its label"),
+            (max(ends.values()), "after its last member, without the two zero blocks that end a tar")]
+
+
 def broken_data_errors_name_where(ex: ModuleType) -> None:
     shard_samples, shard_index = require(ex, "shard_samples"), require(ex, "ShardIndex")
     with shared_server() as direct:
@@ -771,6 +981,13 @@ def broken_data_errors_name_where(ex: ModuleType) -> None:
                           f"shard_samples over {cut_shard!r} cut in the middle of a sample", (cut_shard,),
                           "a shard cut short must raise an error naming it (tarfile raises ReadError: do not catch "
                           "it silently): a silently short epoch trains on less data than you think.")
+            for cut, where in _boundary_cuts(data, middle["key"]):
+                client.put_object(Bucket=scratch, Key=cut_shard, Body=data[:cut])
+                _expect_error(lambda: list(shard_samples(direct, scratch, [cut_shard])),
+                              f"shard_samples over {cut_shard!r} cut {where} (its first {cut:,} of {len(data):,} "
+                              "bytes)", (cut_shard,),
+                              "the epoch ended short in silence. A shard cut short must raise an error naming it, "
+                              "wherever the cut falls.")
             index = within(60, "ShardIndex over an index with an entry past its shard's end",
                            lambda: shard_index(direct, scratch, remote.index_key))
             _expect_error(lambda: index.read([past["key"]]),
@@ -783,3 +1000,36 @@ def broken_data_errors_name_where(ex: ModuleType) -> None:
             for key in keys:
                 client.delete_object(Bucket=scratch, Key=key)
             client.delete_bucket(Bucket=scratch)
+
+
+def failures_past_every_attempt_raise(ex: ModuleType) -> None:
+    object_samples, shard_samples = require(ex, "object_samples"), require(ex, "shard_samples")
+    fetch_in_flight = require(ex, "fetch_in_flight")
+    with _store() as store:
+        remote = store.remote
+        index = _index(ex, store, "ShardIndex(endpoint, bucket, index_key)")   # read while the network works
+        shard = remote.shards[0]
+        entries = remote.samples_of(shard)[:3]
+        local = {entry["key"]: _local_file(remote, entry["key"]).read_bytes() for entry in entries}
+        objects = [(entry["object"], entry["label"]) for entry in entries]
+        store.network.use(BROKEN_BODIES)
+        cases = (
+            (f"object_samples over {len(objects)} objects", lambda: object_samples(store.endpoint, remote.bucket,
+                                                                                   objects), len(objects)),
+            (f"shard_samples over {shard!r}", lambda: shard_samples(store.endpoint, remote.bucket, [shard]),
+             len(remote.samples_of(shard))),
+            (f"fetch_in_flight(in_flight=2) over {len(objects)} objects",
+             lambda: fetch_in_flight(store.endpoint, remote.bucket, [key for key, _ in objects], 2), len(objects)),
+            (f"ShardIndex.read of {len(entries)} neighbours", lambda: index.read(list(local)), len(entries)),
+        )
+        for what, run, count in cases:
+            what = f"{what}, while every answer's body breaks off (each attempt of each GET fails)"
+            try:
+                got = within(ERROR_TIMEOUT_S, what, lambda: _take(run(), what, ERROR_TIMEOUT_S))
+            except (AssertionError, NotImplementedError):
+                raise
+            except Exception:
+                continue
+            assert len(got) == count, (
+                f"{what}: returned {len(got)} of {count} items and no error: a failure that persists past every "
+                "attempt must raise, never leave a sample silently out.")

@@ -103,10 +103,13 @@ def shard_samples(endpoint: Endpoint, bucket: str, shard_keys: Sequence[str],
                     members.setdefault(key, {})[suffix] = tar.extractfile(member).read()
                     if len(members[key]) == 2:
                         yield _sample(key, members.pop(key), decode, where)
+                closing = tar.offset   # tarfile stops quietly where the stream ends at a member's boundary
         except Exception as err:
             raise RuntimeError(f"{where} is cut short or unreadable: {err}") from err
         if members:
             raise RuntimeError(f"{where}: samples {sorted(members)} lack a member: the shard is cut short")
+        if closing + 2 * tarfile.BLOCKSIZE > result.meta["size"]:
+            raise RuntimeError(f"{where} is cut short: no end-of-archive blocks after its last member")
 
 
 def _sample(key: str, parts: dict[str, bytes], decode: Callable[[bytes], Any] | None, where: str) -> RemoteSample:

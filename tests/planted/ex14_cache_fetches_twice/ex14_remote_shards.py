@@ -1,6 +1,5 @@
 """Planted defect: two threads that miss the same shard at once each download it."""
 
-import solutions.ex14_remote_shards as _honest
 from solutions.ex14_remote_shards import *  # noqa: F403
 from solutions.ex14_remote_shards import ShardCache as _Honest
 
@@ -10,10 +9,10 @@ class ShardCache(_Honest):
         with self.lock:
             if shard_key in self.on_disk:
                 self.on_disk.move_to_end(shard_key)
-                return self._file(shard_key).read_bytes()
-        data = _honest._read(self.client, self.endpoint, self.bucket, shard_key)  # planted: nobody waits for anybody
+                return self.path_of(shard_key).read_bytes()
+        data = self.download(shard_key)  # planted: nobody waits for anybody
         with self.lock:
             if shard_key in self.on_disk:
                 return data
-        self._keep(shard_key, data)
+        self.keep(shard_key, data)
         return data

@@ -8,5 +8,5 @@ class ShardCache(_Honest):
     def get(self, shard_key):
         with self.lock:
             if shard_key in self.on_disk:
-                return self._file(shard_key).read_bytes()  # planted: no move_to_end
+                return self.path_of(shard_key).read_bytes()  # planted: no move_to_end
         return super().get(shard_key)

@@ -3,20 +3,16 @@
 import solutions.ex14_remote_shards as _honest
 from solutions.ex14_remote_shards import *  # noqa: F403
 
-
-def _samples_of(stream, decode, where):
-    import tarfile
-
-    key, parts = None, {}
-    with tarfile.open(fileobj=stream, mode="r|") as tar:
-        for member in tar:
-            member_key, _, suffix = member.name.rpartition(".")
-            if key is not None and member_key != key:
-                yield _honest._sample(key, parts, decode, where)
-                parts = {}
-            key = member_key
-            parts[suffix] = tar.extractfile(member).read()
-    # planted: the last sample, still in `parts`, is never yielded
+_whole = _honest.tar_samples
 
 
-_honest._samples_of = _samples_of  # shard_samples looks it up in its own module
+def tar_samples(stream, size, decode, where):
+    samples = _whole(stream, size, decode, where)
+    previous = next(samples, None)
+    for sample in samples:
+        yield previous
+        previous = sample
+    # planted: the last sample, held back until the next one came, is never yielded
+
+
+_honest.tar_samples = tar_samples  # shard_samples looks it up in its own module

@@ -32,4 +32,4 @@ def shard_samples(endpoint, bucket, shard_keys, decode=None):
     client = _honest._client(endpoint)
     for shard in shard_keys:
         stream = io.BufferedReader(_Blocks(client, endpoint, bucket, shard), BLOCK)  # planted: a request per block
-        yield from _honest._samples_of(stream, decode, shard)
+        yield from _honest.tar_samples(stream, stream.raw.size, decode, shard)
