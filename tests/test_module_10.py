@@ -472,6 +472,184 @@ def test_the_managed_download_fetches_a_cut_body_again_from_its_start_five_times
         network.use("loopback")
 
 
+# ---- ranges, indexes, credentials and stalls (notebook 10, sections 5b, 5c, 8b and 16) -----------------------------------
+
+def test_the_server_answers_ranges_past_the_end_multi_ranges_and_a_wrong_if_match_as_the_notebook_says(served) -> None:
+    endpoint, network, bucket, bodies = served
+    client = endpoint.through(network.url).client()
+    key, body = next(iter(bodies.items()))
+    size, etag = len(body), client.head_object(Bucket=bucket, Key=key)["ETag"]
+    def answer(byte_range: str, match: str | None = None) -> tuple[int, str, int, str]:
+        got = m10.range_answer(client, bucket, key, byte_range, match)
+        return got.status, got.content_range, got.body_bytes, got.error_code
+
+    assert m10.range_answer(client, bucket, key, "bytes=10-19") == m10.RangeAnswer(
+        "bytes=10-19", 206, f"bytes 10-19/{size}", 10, "")
+    assert answer(f"bytes={size - 10}-{size + 9}") == (206, f"bytes {size - 10}-{size - 1}/{size}", 10, "")
+    assert answer(f"bytes={size + 5}-{size + 9}") == (416, "", 0, "InvalidRange")
+    assert answer("bytes=0-9,20-29") == (200, "", size, "")
+    assert answer("bytes=0-9", '"' + "0" * 32 + '"') == (412, "", 0, "PreconditionFailed")
+    assert answer("bytes=0-9", etag)[:2] == (206, f"bytes 0-9/{size}")
+    with pytest.raises(m10.NotPartialContent, match=f"bytes {size - 10}-{size - 1}/{size}"):
+        m10.get_bytes(client, bucket, Get(key, size - 10, 20))
+
+
+def test_a_shard_table_holds_offset_size_and_label_in_twelve_bytes_a_sample() -> None:
+    samples = [RemoteSample(f"k{i}", i % 3, f"images-0/k{i}.jpg", "s.tar", 512 + 2048 * i, 1000 + i) for i in range(5)]
+    table = m10.shard_table(samples)
+    assert len(table) == 4 + 12 * len(samples) and len(m10.shard_table([])) == 4
+    assert m10.read_shard_table(table) == [(s.offset, s.size, s.label) for s in samples]
+    with pytest.raises(ValueError, match="5 samples"):
+        m10.read_shard_table(table[:-1])
+
+
+def test_three_ways_to_a_sample_find_the_same_bytes_with_their_requests_and_index_bytes(served, tmp_path) -> None:
+    import io
+    import tarfile
+
+    endpoint, network, bucket, _ = served
+    client = endpoint.through(network.url).client()
+    members = {f"s{i}": bytes([i]) * (700 + 300 * i) for i in range(3)}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in members.items():
+            for suffix, payload in (("cls", b"1"), ("jpg", data)):
+                info = tarfile.TarInfo(f"{name}.{suffix}")
+                info.size = len(payload)
+                tar.addfile(info, io.BytesIO(payload))
+    shard = "ways/shard-00000.tar"
+    with tarfile.open(fileobj=io.BytesIO(buffer.getvalue())) as tar:
+        entries = [RemoteSample(m.name[:-4], 1, "", shard, m.offset_data, m.size) for m in tar if m.name.endswith(".jpg")]
+    index_document = json.dumps({"samples": [{"key": e.key, "shard": shard, "offset": e.offset, "size": e.size}
+                                             for e in entries]}).encode()
+    manifest = json.dumps({"shards": [{"key": shard, "samples": 3, "table": "ways/shard-00000.tar.table"}]}).encode()
+    objects = {shard: buffer.getvalue(), "ways/index.json": index_document, "ways/manifest.json": manifest,
+               "ways/shard-00000.tar.table": m10.shard_table(entries)}
+    for key, data in objects.items():
+        client.put_object(Bucket=bucket, Key=key, Body=data)
+    try:
+        network.reset()
+        by_index = m10.first_sample_by_global_index(client, bucket, "ways/index.json", shard, 2)
+        assert (by_index.sample, by_index.requests, by_index.index_bytes) == (members["s2"], 2, len(index_document))
+        assert by_index.bytes_received == len(index_document) + len(members["s2"]) and network.stats().gets == 2
+        by_table = m10.first_sample_by_shard_table(client, bucket, "ways/manifest.json", shard, 1)
+        assert (by_table.sample, by_table.requests) == (members["s1"], 3)
+        assert by_table.index_bytes == len(manifest) + 4 + 3 * 12
+        network.reset()
+        streamed = m10.first_sample_by_streaming(client, bucket, shard)
+        assert (streamed.sample, streamed.requests, streamed.index_bytes) == (members["s0"], 1, 0)
+        assert network.stats().gets == 1 and streamed.bytes_received <= len(buffer.getvalue())
+    finally:
+        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in objects]})
+
+
+def test_an_expired_presigned_url_is_refused_and_a_fresh_one_answers(served, monkeypatch) -> None:
+    import datetime
+
+    import botocore.auth
+
+    endpoint, network, bucket, bodies = served
+    key = next(iter(bodies))
+    signer = endpoint.through(network.url).client(signature_version="s3v4")
+    fresh = signer.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=60)
+    an_hour_ago = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(hours=1)
+    monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: an_hour_ago)
+    expired = signer.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=60)
+    assert m10.url_answer(expired) == (403, "AccessDenied", "Request has expired")
+    assert m10.url_answer(fresh) == (200, "", "")
+
+
+def test_refreshable_credentials_are_fetched_again_before_they_expire_and_every_get_succeeds(served) -> None:
+    import time
+
+    endpoint, network, bucket, bodies = served
+    client, fetches = m10.refreshing_client(endpoint.through(network.url), lifetime_s=0.3, refresh_before_s=0.1)
+    key, body = next(iter(bodies.items()))
+    for _ in range(6):
+        assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body
+        time.sleep(0.1)
+    assert len(fetches) >= 3, f"6 GETs over 0.6 s with credentials of 0.3 s: fetched {len(fetches)} times"
+
+
+def stall_seed(bucket: str, key: str, stalls: tuple[bool, ...]) -> int:
+    """A proxy seed whose first GETs of the whole object stall (True) or not, in that order (p_stall = 0.5)."""
+    from loaderlab.storage.netem import unit_draw
+
+    return next(seed for seed in range(10_000)
+                if all((unit_draw(seed, "GET", f"/{bucket}/{key}?", "", attempt, "stall") < 0.5) == stall
+                       for attempt, stall in enumerate(stalls)))
+
+
+def test_a_stalled_body_holds_a_default_client_for_the_whole_stall_and_a_read_timeout_ends_it(served) -> None:
+    import time
+
+    from botocore.exceptions import ReadTimeoutError, ResponseStreamingError
+
+    from loaderlab.storage.netem import PROFILES
+
+    endpoint, network, bucket, bodies = served
+    key, body = max(bodies.items(), key=lambda item: len(item[1]))
+    waiting = endpoint.through(network.url).client(retries={"total_max_attempts": 1})
+    hurried = endpoint.through(network.url).client(read_timeout=0.2, retries={"total_max_attempts": 1})
+    network.use(replace(PROFILES["loopback"], name="stall", p_stall=1.0, stall_s=0.6))
+    try:
+        for client, error, least_s, most_s in ((waiting, ResponseStreamingError, 0.6, 5.0),
+                                               (hurried, ReadTimeoutError, 0.2, 0.55)):
+            network.reset()
+            start = time.perf_counter()
+            with pytest.raises(error):
+                m10.read_plain(client, bucket, key)
+            assert least_s <= time.perf_counter() - start < most_s
+        network.use(replace(PROFILES["loopback"], name="stall then none", p_stall=0.5, stall_s=5.0,
+                            seed=stall_seed(bucket, key, (True,))))
+        network.reset()   # the fault schedule counts attempts from here
+        start = time.perf_counter()
+        data, resumed_from = m10.read_resuming(hurried, bucket, key, max_resumes=64)  # each resume stalls with p 0.5
+        assert data == body and len(resumed_from) >= 1 and time.perf_counter() - start < 5.0
+        assert network.stats().stalls >= 1
+    finally:
+        network.use("loopback")
+
+
+def test_a_hedged_get_delivers_from_the_second_request_while_the_first_stalls(served) -> None:
+    import time
+
+    from loaderlab.storage.netem import PROFILES
+
+    endpoint, network, bucket, bodies = served
+    key, body = next(iter(bodies.items()))
+    client = endpoint.through(network.url).client(read_timeout=5, max_pool_connections=4)
+    network.use(replace(PROFILES["loopback"], name="first stalls", p_stall=0.5, stall_s=1.0,
+                        seed=stall_seed(bucket, key, (True, False))))
+    try:
+        network.reset()
+        start = time.perf_counter()
+        data, resumed_from = m10.read_hedged(client, bucket, key, hedge_after_s=0.1)
+        elapsed = time.perf_counter() - start
+        assert data == body and resumed_from == () and 0.1 <= elapsed < 0.9
+        assert network.stats().gets_by_key[f"{bucket}/{key}"] == 2  # (the stalled first one resumes later, alone)
+        other = next(k for k in bodies if k != key)
+        network.use("loopback")   # no stall: the first GET delivers long before the hedge's delay
+        assert m10.read_hedged(client, bucket, other, hedge_after_s=5.0)[0] == bodies[other]
+        assert network.stats().gets_by_key[f"{bucket}/{other}"] == 1, "a GET that delivers in time is not hedged"
+    finally:
+        network.use("loopback")
+
+
+def test_read_latencies_times_every_key_it_delivers() -> None:
+    import time
+
+    def read(client, bucket, key):
+        time.sleep(0.05 if key == "slow" else 0.0)
+        if key == "bad":
+            raise OSError("no")
+        return key.encode(), ()
+
+    delivery, seconds = m10.read_latencies(None, "b", ["fast", "slow", "bad"], 3, read)
+    assert set(delivery.bodies) == {"fast", "slow"} and delivery.failures == {"OSError": 1}
+    assert set(seconds) == {"fast", "slow", "bad"} and seconds["slow"] >= 0.05 > seconds["fast"]
+
+
 # ---- notebook 10 and quiz 10 -----------------------------------------------------------------------------------------
 
 def test_notebook_10_starts_and_stops_its_storage_and_ends_with_exercises_14_15_and_the_quiz() -> None:

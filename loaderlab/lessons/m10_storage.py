@@ -17,7 +17,10 @@ import io
 import json
 import math
 import random
+import re
 import shutil
+import struct
+import tarfile
 import tempfile
 import time
 from collections import OrderedDict
@@ -520,9 +523,10 @@ def read_managed(client: Any, bucket: str, key: str) -> tuple[bytes, tuple[int, 
 
 def read_resuming(client: Any, bucket: str, key: str, max_resumes: int = MAX_RESUMES) -> tuple[bytes, tuple[int, ...]]:
     """An object's bytes, and the offsets its body was resumed from: the body is read in chunks, and when it stops
-    short (the exception comes out of the read, after get_object returned) a ranged GET asks for the bytes from the
+    short or stalls past the client's read timeout (the exception comes out of the read, after get_object
+    returned) a ranged GET asks for the bytes from the
     first one not received, for the same version of the object (If-Match its ETag), checked to be that range."""
-    from botocore.exceptions import IncompleteReadError, ResponseStreamingError
+    from botocore.exceptions import IncompleteReadError, ReadTimeoutError, ResponseStreamingError
 
     answer = client.get_object(Bucket=bucket, Key=key)
     size, etag = int(answer["ContentLength"]), answer["ETag"]
@@ -532,8 +536,9 @@ def read_resuming(client: Any, bucket: str, key: str, max_resumes: int = MAX_RES
         try:
             for chunk in answer["Body"].iter_chunks(READ_CHUNK_BYTES):
                 received += chunk
-        except (ResponseStreamingError, IncompleteReadError):
-            pass  # what arrived before the cut is kept in `received`
+        except (ResponseStreamingError, IncompleteReadError, ReadTimeoutError):
+            answer["Body"].close()  # a stalled body (past the client's read timeout) ends here, as a cut one
+            # what arrived before the cut or the stall is kept in `received`
         if len(received) == size:
             return bytes(received), tuple(resumed_from)
         if len(resumed_from) == max_resumes:
@@ -700,3 +705,223 @@ def run_with_kills(stream_factory: Callable[[], ResumableStream], kill_after: Se
                 break
         state = stream.state_dict()  # the checkpoint the next run resumes from
     return received
+
+
+# ---- what a ranged GET can answer ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RangeAnswer:
+    """What the server answered one GET: the Range (and If-Match) asked, status, Content-Range, body bytes, and the
+    S3 error code of a refusal ("" when none)."""
+
+    asked: str
+    status: int
+    content_range: str
+    body_bytes: int
+    error_code: str
+
+
+def range_answer(client: Any, bucket: str, key: str, byte_range: str, if_match: str | None = None) -> RangeAnswer:
+    """One GET of `key` with the Range header `byte_range` as written (several ranges, past the end, ...), and
+    If-Match when given: what came back, an error answer included (botocore raises it; it is recorded here)."""
+    from botocore.exceptions import ClientError
+
+    asked = byte_range + (f", If-Match {if_match}" if if_match is not None else "")
+    try:
+        answer = client.get_object(Bucket=bucket, Key=key, Range=byte_range,
+                                   **({"IfMatch": if_match} if if_match is not None else {}))
+    except ClientError as error:
+        return RangeAnswer(asked, error.response["ResponseMetadata"]["HTTPStatusCode"], "", 0,
+                           error.response.get("Error", {}).get("Code", ""))
+    body = answer["Body"].read()
+    return RangeAnswer(asked, answer["ResponseMetadata"]["HTTPStatusCode"], answer.get("ContentRange", ""),
+                       len(body), "")
+
+
+# ---- an index that scales: one table per shard ------------------------------------------------------------------------
+
+SHARD_TABLE_ENTRY = struct.Struct("<III")  # a sample's offset, size and label in its shard: 12 bytes
+SHARD_TABLE_COUNT = struct.Struct("<I")    # the table's first 4 bytes: how many samples the shard holds
+
+
+def shard_table(samples: Sequence[RemoteSample]) -> bytes:
+    """One shard's index as MosaicML's MDS shards carry theirs (a sample count, then fixed-size entries; MDS keeps
+    it in the shard's first bytes): the count, then (offset, size, label) of each sample in the shard's order."""
+    return SHARD_TABLE_COUNT.pack(len(samples)) + b"".join(
+        SHARD_TABLE_ENTRY.pack(s.offset, s.size, s.label) for s in samples)
+
+
+def read_shard_table(data: bytes) -> list[tuple[int, int, int]]:
+    """The (offset, size, label) entries of a `shard_table`; ValueError when its length does not match its count."""
+    (count,) = SHARD_TABLE_COUNT.unpack_from(data)
+    if len(data) != SHARD_TABLE_COUNT.size + count * SHARD_TABLE_ENTRY.size:
+        raise ValueError(f"a shard table of {count} samples is {SHARD_TABLE_COUNT.size + count * SHARD_TABLE_ENTRY.size}"
+                         f" bytes, this one {len(data)}")
+    return [SHARD_TABLE_ENTRY.unpack_from(data, SHARD_TABLE_COUNT.size + i * SHARD_TABLE_ENTRY.size)
+            for i in range(count)]
+
+
+@dataclass(frozen=True)
+class FirstSample:
+    """How one way of finding a sample reached its bytes: seconds from nothing to the sample, the requests made,
+    the index bytes read before the sample's own request, every body byte received, and the sample's bytes."""
+
+    seconds: float
+    requests: int
+    index_bytes: int
+    bytes_received: int
+    sample: bytes
+
+
+def first_sample_by_global_index(client: Any, bucket: str, index_key: str, shard: str, position: int) -> FirstSample:
+    """Time to one sample with a per-sample index (this course's `index.json`): GET the whole index, parse it,
+    then one ranged GET of the `position`-th sample of `shard`."""
+    start = time.perf_counter()
+    raw = get_bytes(client, bucket, Get(index_key))
+    entry = [s for s in json.loads(raw)["samples"] if s["shard"] == shard][position]
+    sample = get_bytes(client, bucket, Get(shard, entry["offset"], entry["size"]))
+    return FirstSample(time.perf_counter() - start, 2, len(raw), len(raw) + len(sample), sample)
+
+
+def first_sample_by_shard_table(client: Any, bucket: str, manifest_key: str, shard: str,
+                                position: int) -> FirstSample:
+    """Time to one sample with a per-shard index: GET the manifest (one entry per shard: its key, samples and table
+    key), GET that shard's table (`shard_table`), then one ranged GET of the sample."""
+    start = time.perf_counter()
+    manifest = get_bytes(client, bucket, Get(manifest_key))
+    table_key = next(s["table"] for s in json.loads(manifest)["shards"] if s["key"] == shard)
+    table = get_bytes(client, bucket, Get(table_key))
+    offset, size, _label = read_shard_table(table)[position]
+    sample = get_bytes(client, bucket, Get(shard, offset, size))
+    index_bytes = len(manifest) + len(table)
+    return FirstSample(time.perf_counter() - start, 3, index_bytes, index_bytes + len(sample), sample)
+
+
+class _CountingReader:
+    """A file-like wrapper that counts the bytes read through it."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw, self.bytes_read = raw, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size if size is not None and size >= 0 else None)
+        self.bytes_read += len(data)
+        return data
+
+
+def first_sample_by_streaming(client: Any, bucket: str, shard: str) -> FirstSample:
+    """Time to the first image of a tar shard read as a stream, no index at all (WebDataset's way): one GET, the
+    tar members read in order until the first `.jpg` is whole; the rest of the body is not read (`bytes_received`
+    counts what the tar reader took from it, read-ahead included)."""
+    start = time.perf_counter()
+    answer = client.get_object(Bucket=bucket, Key=shard)
+    counting = _CountingReader(answer["Body"])
+    try:
+        with tarfile.open(fileobj=counting, mode="r|") as tar:
+            for member in tar:
+                if member.name.endswith(".jpg"):
+                    sample = tar.extractfile(member).read()
+                    return FirstSample(time.perf_counter() - start, 1, 0, counting.bytes_read, sample)
+    finally:
+        answer["Body"].close()
+    raise ValueError(f"{bucket}/{shard}: no .jpg member")
+
+
+# ---- keys and presigned URLs that expire --------------------------------------------------------------------------------
+
+def url_answer(url: str, timeout_s: float = REQUEST_TIMEOUT_S) -> tuple[int, str, str]:
+    """GET a (presigned) URL with no credentials of this process: the status, and the S3 error code and message of
+    a refusal ("" when it was answered 2xx). The body of a success is read and dropped."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+            answer.read()
+            return answer.status, "", ""
+    except urllib.error.HTTPError as error:
+        text = error.read().decode("utf-8", errors="replace")
+        code = re.search(r"<Code>(.*?)</Code>", text)
+        message = re.search(r"<Message>(.*?)</Message>", text)
+        return error.code, code.group(1) if code else "", message.group(1) if message else ""
+
+
+def refreshing_client(endpoint: Any, lifetime_s: float, refresh_before_s: float,
+                      **config: Any) -> tuple[Any, list[float]]:
+    """A boto3 client whose credentials come from botocore's `RefreshableCredentials`, as the default chain's
+    instance-profile, container and web-identity (IRSA) providers give them: each set lives `lifetime_s` seconds and
+    botocore fetches a new one when less than `refresh_before_s` is left (its own defaults: 15 min advisory, 10 min
+    mandatory). The fetch here returns the server's keys with a new expiry time: the server's keys never expire,
+    the expiry is the client's. Returns the client and the list of monotonic times of each fetch (it grows)."""
+    import datetime
+
+    import boto3
+    import botocore.session
+    from botocore.config import Config
+    from botocore.credentials import CredentialProvider, RefreshableCredentials
+
+    fetches: list[float] = []
+
+    def fetch() -> dict[str, Any]:
+        fetches.append(time.monotonic())
+        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=lifetime_s)
+        return {"access_key": endpoint.access_key, "secret_key": endpoint.secret_key, "token": None,
+                "expiry_time": expiry.isoformat()}
+
+    class ShortLived(CredentialProvider):
+        METHOD = "loaderlab-short-lived"
+
+        def load(self) -> RefreshableCredentials:
+            return RefreshableCredentials.create_from_metadata(fetch(), fetch, self.METHOD,
+                                                               advisory_timeout=refresh_before_s,
+                                                               mandatory_timeout=refresh_before_s / 2)
+
+    session = botocore.session.get_session()
+    session.get_component("credential_provider").insert_before("env", ShortLived())
+    s3_options = {"addressing_style": "path", **config.pop("s3", {})}
+    client = boto3.Session(botocore_session=session).client(
+        "s3", endpoint_url=endpoint.url, region_name=endpoint.region, config=Config(s3=s3_options, **config))
+    return client, fetches
+
+
+# ---- a body that stalls: timeouts, hedging and the tail ------------------------------------------------------------------
+
+def read_latencies(client: Any, bucket: str, keys: Sequence[str], in_flight: int,
+                   read: Callable[[Any, str, str], tuple[bytes, tuple[int, ...]]]) -> tuple[Delivery, dict[str, float]]:
+    """`deliver`, and each key's seconds from the start of its read to its bytes (or its error): the latency a
+    training loop waits on for that sample."""
+    seconds: dict[str, float] = {}
+
+    def timed(client: Any, bucket: str, key: str) -> tuple[bytes, tuple[int, ...]]:
+        start = time.perf_counter()
+        try:
+            return read(client, bucket, key)
+        finally:
+            seconds[key] = time.perf_counter() - start
+
+    return deliver(client, bucket, keys, in_flight, timed), seconds
+
+
+def read_hedged(client: Any, bucket: str, key: str, hedge_after_s: float) -> tuple[bytes, tuple[int, ...]]:
+    """`read_resuming`, and if it has not returned after `hedge_after_s`, a second one of the same object on another
+    connection of the pool (AWS: retry a slow small GET, "using a new connection"); the first to deliver wins. The
+    loser is left to end by itself: give the client a read timeout, or a stalled loser holds its thread and
+    connection until the stall ends. Returns the winner's bytes and resume offsets (the proxy counts the hedges)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    pool = ThreadPoolExecutor(2)
+    try:
+        first = pool.submit(read_resuming, client, bucket, key)
+        done, _ = wait([first], timeout=hedge_after_s)
+        if done:
+            return first.result()
+        second = pool.submit(read_resuming, client, bucket, key)
+        pending = {first, second}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                if future.exception() is None:
+                    return future.result()
+        return first.result()  # both failed: the first one's error
+    finally:
+        pool.shutdown(wait=False)
