@@ -888,9 +888,9 @@ def resumes_twice_with_exactly_the_rest(ex: ModuleType) -> None:
                         raise AssertionError(
                             f"{setting}: gave {batches[:2]}... where the uninterrupted epoch has {expected[:2]}...: "
                             f"{_where_it_starts(rest if stop is not None else batches, reference, received)}."
-                            + (" The second resume started elsewhere than the first stopped: a state saved after a "
-                               "resume must count from the epoch's start, not from where the last resume began "
-                               "(huggingface/datasets#8308: the second resume restarts)." if number > 1 else
+                            + (" The second resume started elsewhere than the first stopped: the state saved after "
+                               "the first resume did not hold the samples received since the epoch's start." if
+                               number > 1 else
                                " The state counts the samples the loop has received in the epoch; the resumed "
                                "iteration starts at the first one it had not."))
                     received += len(batches)
