@@ -34,6 +34,7 @@ REQUEST_TIMEOUT_S = 10.0
 LATENCY_ERROR_S = 0.030      # measured first-byte latency within this of the profile's
 PACING_ERROR = 0.25          # measured body time within 25 % of the model S / B
 MiB = 1024 * 1024
+STALL_READ_TIMEOUT_S = 0.5   # the stall test's client gives up after this long without a byte
 
 
 def content(key: str) -> bytes:
@@ -217,6 +218,38 @@ def test_a_drop_cuts_the_body_short_at_the_same_byte_each_replay(network: Networ
     assert len(get(network, key).body) == len(first.body), "the cut is a function of (seed, request, attempt)"
 
 
+def test_a_stall_sends_part_of_the_body_then_nothing_until_the_client_gives_up(network: Network) -> None:
+    network.use(NetworkProfile("stalled", p_stall=1.0, stall_s=2.0))
+    key = "p0/obj-500000"
+    address = urlsplit(network.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=STALL_READ_TIMEOUT_S)
+    started = time.perf_counter()
+    try:
+        connection.request("GET", f"/{BUCKET}/{key}")
+        answer = connection.getresponse()
+        assert answer.status == 200, answer.status
+        received = b""
+        with pytest.raises(TimeoutError):
+            while chunk := answer.read1(65536):
+                received += chunk
+    finally:
+        connection.close()
+    waited = time.perf_counter() - started
+    assert 1 <= len(received) < 500_000 and received == content(key)[:len(received)], len(received)
+    assert STALL_READ_TIMEOUT_S <= waited < 2.0, f"the client's read timed out after {waited:.2f} s"
+    deadline = time.monotonic() + 2.0
+    while network.stats().in_flight and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stats = network.stats()
+    assert (stats.stalls, stats.drops, stats.in_flight) == (1, 0, 0), stats
+    assert [e.outcome for e in network.timeline()] == ["stalled"]
+    network.reset()
+    started = time.perf_counter()
+    whole = get(network, key)
+    assert not whole.complete and len(whole.body) == len(received), "the stall replays at the same byte"
+    assert whole.seconds >= 2.0, f"a client that waits sees the connection closed after stall_s: {whole.seconds:.2f} s"
+
+
 def faults_seen(network: Network, keys: list[str], concurrency: int) -> set[tuple[str, int, str]]:
     """(key, attempt, fault) for every fault met fetching each key until it arrives whole (at most 6 attempts)."""
     def fetch(key: str) -> list[tuple[str, int, str]]:
@@ -324,6 +357,10 @@ def test_profiles_are_checked_and_named() -> None:
     assert {"loopback", "region", "flaky"} <= set(PROFILES)
     with pytest.raises(ValueError, match="p_drop"):
         NetworkProfile("bad", p_drop=1.5)
+    with pytest.raises(ValueError, match="p_stall"):
+        NetworkProfile("bad", p_stall=-0.1)
+    with pytest.raises(ValueError, match="stall_s"):
+        NetworkProfile("bad", stall_s=-1.0)
     with pytest.raises(KeyError, match="no network profile 'nope'"):
         with emulated_network("http://127.0.0.1:9", "nope"):
             pass

@@ -23,6 +23,10 @@ proxy's address verifies upstream) and its bodies streamed both ways. Per reques
   `p_drop` (GETs answered 200 or 206 with a Content-Length of 2 bytes or more): the client gets the headers and
   a short body, 1 to Content-Length - 1 bytes of it, then end of stream. The transport is closed, not aborted:
   an abort throws away what is still buffered, so how many bytes arrive would depend on timing;
+- a stalled body with probability `p_stall` (GETs answered 200 or 206 with a Content-Length of 2 bytes or more,
+  not already cut): the client gets the headers and 1 to Content-Length - 1 bytes of the body, then nothing for
+  `stall_s` seconds while the connection stays open, then end of stream. A client that gives up first (its read
+  timeout) and closes the connection ends the stall there: the request is no longer counted in flight;
 - `ignore_range`: a ranged GET is forwarded without its Range header, so the server answers 200 with the whole
   object (the negative fixture for a reader that must refuse what is not 206). When the client signed its Range
   header (boto3 does), removing it breaks the signature: the proxy then signs the request again, which needs the
@@ -78,6 +82,7 @@ MIN_PACED_CHUNK_BYTES = 16 * 1024
 MAX_PACED_CHUNK_BYTES = 64 * 1024
 PACING_QUANTUM_S = 0.002      # a paced chunk is about this long on its connection (then clamped to 16-64 KiB)
 RATE_WINDOW_S = 1.0           # the prefix limit's sliding window
+STALL_POLL_S = 0.05           # a stalled body checks this often whether its client has gone
 MAX_KEYS_COUNTED = 100_000    # distinct keys in Stats.gets_by_key / bytes_by_key; GETs past it: Stats.uncounted_gets
 MAX_REQUESTS_REMEMBERED = 200_000   # distinct (method, path, Range) whose attempts are kept (least recently seen go)
 MAX_EVENTS_REMEMBERED = 100_000     # the timeline's length: past it the oldest events go (about 100 bytes each)
@@ -101,18 +106,20 @@ class NetworkProfile:
     prefix_gets_per_s: float | None = None        # per prefix (bucket + first key segment): 503 SlowDown past it
     p_slowdown: float = 0.0                       # injected 503 SlowDown
     p_drop: float = 0.0                           # connection closed mid-body
+    p_stall: float = 0.0                          # body stops mid-way, connection left open for stall_s
+    stall_s: float = 30.0                         # how long a stalled body sends nothing before it is closed
     ignore_range: bool = False                    # a server that ignores Range (answers 200 with the whole body)
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("latency_s", "jitter_s"):
+        for name in ("latency_s", "jitter_s", "stall_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"NetworkProfile {self.name!r}: {name} = {getattr(self, name)} is negative")
         for name in ("connection_bytes_per_s", "total_bytes_per_s", "prefix_gets_per_s"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"NetworkProfile {self.name!r}: {name} = {value} must be positive or None")
-        for name in ("p_slowdown", "p_drop"):
+        for name in ("p_slowdown", "p_drop", "p_stall"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"NetworkProfile {self.name!r}: {name} = {getattr(self, name)} is not in [0, 1]")
 
@@ -161,6 +168,7 @@ class Stats:
     injected_slowdowns: int = 0     # 503 SlowDown by p_slowdown
     rate_limited: int = 0           # 503 SlowDown by the per-prefix limit
     drops: int = 0                  # bodies cut short
+    stalls: int = 0                 # bodies stalled (p_stall)
     errors: int = 0                 # answers >= 400 from the server, and the proxy's own 5xx (not the SlowDowns)
     in_flight: int = 0              # requests open now
     max_in_flight: int = 0          # most requests open at once
@@ -178,7 +186,7 @@ class Stats:
         return cls(**{f.name: data[f.name] for f in fields(cls)})
 
 
-OUTCOMES = ("ok", "slowdown", "rate_limited", "dropped", "error", "aborted", "open")
+OUTCOMES = ("ok", "slowdown", "rate_limited", "dropped", "stalled", "error", "aborted", "open")
 
 
 @dataclass(frozen=True)
@@ -191,7 +199,8 @@ class Event:
     byte_range: str    # the request's Range header, "" when none
     status: int        # the status answered (503 for a SlowDown; a cut body keeps its 200/206; 0 while open)
     outcome: str       # "ok"; "slowdown" (injected); "rate_limited" (the prefix limit); "dropped" (body cut by
-                       # p_drop); "error" (>= 400 from the server, the proxy's own 5xx, the server's body broken
+                       # p_drop); "stalled" (body stalled by p_stall, then closed or abandoned); "error" (>= 400
+                       # from the server, the proxy's own 5xx, the server's body broken
                        # off); "aborted" (the client went away mid-answer); "open" (not answered yet)
     bytes_sent: int    # body bytes of the server's answer sent to the client (a SlowDown's XML not counted, as
                        # in Stats.bytes_sent)
@@ -574,13 +583,15 @@ class Proxy:
                 if name.lower() not in HOP_BY_HOP:
                     answer.headers.add(name, value)
             length = upstream.content_length
-            drop_at = None
-            if (target.is_object_get and upstream.status in (200, 206) and length is not None and length >= 2
-                    and draw("drop") < profile.p_drop):
-                drop_at = 1 + int(draw("drop at") * (length - 1))
+            drop_at = stall_at = None
+            if target.is_object_get and upstream.status in (200, 206) and length is not None and length >= 2:
+                if draw("drop") < profile.p_drop:
+                    drop_at = 1 + int(draw("drop at") * (length - 1))
+                elif draw("stall") < profile.p_stall:
+                    stall_at = 1 + int(draw("stall at") * (length - 1))
             try:
                 await answer.prepare(request)
-                await self.send_body(request, upstream, answer, target, record, profile, drop_at)
+                await self.send_body(request, upstream, answer, target, record, profile, drop_at, stall_at)
             except ConnectionError:   # the client went away: nothing to answer
                 record.outcome = "aborted"
             except (aiohttp.ClientError, asyncio.TimeoutError):   # the server's body broke off: so does ours
@@ -590,7 +601,7 @@ class Proxy:
             return answer
 
     async def send_body(self, request: Any, upstream: Any, answer: Any, target: Target, record: Record,
-                        profile: NetworkProfile, drop_at: int | None) -> None:
+                        profile: NetworkProfile, drop_at: int | None, stall_at: int | None) -> None:
         loop = asyncio.get_running_loop()
         rate = profile.connection_bytes_per_s
         paced = rate is not None or self.total_bucket is not None
@@ -599,9 +610,10 @@ class Proxy:
         connection = None if rate is None else TokenBucket(rate, chunk_bytes)
         total = self.total_bucket
         sent = 0
+        cut_at = drop_at if drop_at is not None else stall_at
         async for chunk in upstream.content.iter_chunked(chunk_bytes):
-            if drop_at is not None and sent + len(chunk) >= drop_at:
-                chunk = chunk[:drop_at - sent]
+            if cut_at is not None and sent + len(chunk) >= cut_at:
+                chunk = chunk[:cut_at - sent]
             if paced:
                 now = loop.time()
                 due = max(bucket.reserve(len(chunk), now) for bucket in (connection, total) if bucket is not None)
@@ -614,6 +626,12 @@ class Proxy:
             if drop_at is not None and sent >= drop_at:
                 self.counters["drops"] += 1
                 record.outcome = "dropped"
+                end_stream(request)
+                return
+            if stall_at is not None and sent >= stall_at:
+                self.counters["stalls"] += 1
+                record.outcome = "stalled"
+                await stall(request, profile.stall_s)
                 end_stream(request)
                 return
         await answer.write_eof()
@@ -686,6 +704,17 @@ def end_stream(request: Any) -> None:
     """Close the client's connection mid-body: what is buffered still goes out, then end of stream (not a reset)."""
     if request.transport is not None:
         request.transport.close()
+
+
+async def stall(request: Any, seconds: float) -> None:
+    """Send nothing for `seconds`, or until the client has closed the connection (checked every STALL_POLL_S)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + seconds
+    while loop.time() < until:
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        await asyncio.sleep(min(STALL_POLL_S, max(0.0, until - loop.time())))
 
 
 async def counted(content: Any, counters: dict[str, int]) -> Any:
