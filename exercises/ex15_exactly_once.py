@@ -33,9 +33,10 @@ Contract (the grader checks each point; [n] is the step that checks it):
   from 1 s after the first SlowDown, at most 2.5x the rate the store admits) and when they stop it comes back up
   (within 3 s, above 2.5x the rate the store admitted, over some 0.5 s); an object that fails past every attempt
   raises out of the iteration, naming its key;
-- [3] `RemoteEpochs` splits each epoch over `world_size` ranks and `num_workers` reader threads per rank, whatever
-  the number of shards: every rank yields the same number of batches (`len()` says how many), of `batch_size`
-  samples (the last may be short, the same on every rank), including a rank that gets no whole shard; together the
+- [3] `RemoteEpochs` splits each epoch over `world_size` ranks and `num_workers` reader threads per rank (at most
+  `num_workers` requests open), whatever the number of shards: every rank yields the same number of batches
+  (`len()` says how many), of `batch_size` samples (the last may be short, the same on every rank), including a
+  rank that gets no whole shard; together the
   ranks yield every sample at least once, and the fewest repeats that even them out (at most `world_size` - 1:
   the documented padding); each sample is a `RemoteSample` whose `data` is `bytes` and `label` an `int`; the order
   depends on (seed, epoch) alone: not on `num_workers`, not on the run, not on the process (its pid, its hash seed:
