@@ -632,6 +632,8 @@ RESUME_LAYOUT = tuple((position, 6) for position in range(7)) + ((7, 5),)
 RESUME_WORLD, RESUME_BATCH = 2, 3
 # (rank, seed, epoch, num_workers of the first run and of each resume, batches taken before each stop)
 RESUMES = ((1, 3, 2, (1, 2, 1), (2, 3)), (0, 5, 4, (2, 1, 2), (5, 2)))
+# A state saved after the epoch's last batch: batches of 5 over the 24 samples of a rank, the last one short (4).
+END_BATCH = 5
 # One rank over 48 samples in 6 shards of 8, batches of 3 (16): stopped after 3 and 11 batches, mid-shard both.
 READ_LAYOUT = tuple((position, 8) for position in range(6))
 READ_BATCH, READ_STOPS, READ_WORKERS = 3, (3, 11), 2
@@ -1174,22 +1176,28 @@ def resumes_twice_with_exactly_the_rest(ex: ModuleType) -> None:
                     received += len(batches)
                 assert received == len(reference), (
                     f"{what}: {received} batches in all, the epoch has {len(reference)}.")
-                _resumes_at_the_end(ex, store, index, loader, epoch, judge, options, what)
+            what = (f"rank {rank} of {RESUME_WORLD} over {len(index.samples)} samples, batch_size={END_BATCH}, "
+                    f"seed={seed}, epoch {epoch}")
+            with no_leaks(what):
+                _resumes_at_the_end(ex, store, index, epoch, judge, options, what)
 
 
-def _resumes_at_the_end(ex: ModuleType, store: Store, index: ScratchIndex, loader: Any, epoch: int, judge: Judge,
+def _resumes_at_the_end(ex: ModuleType, store: Store, index: ScratchIndex, epoch: int, judge: Judge,
                         options: dict[str, Any], what: str) -> None:
-    """A state saved after the epoch's last batch, loaded by a new instance: an empty rest."""
+    """A whole epoch (its last batch short), then its state, loaded by a new instance: an empty rest."""
+    loader = _epochs(ex, store, index, END_BATCH, **options)
+    batches = _epoch(loader, epoch, judge, what)
     state = _json(within(10, "state_dict()", loader.state_dict), "after the epoch's last batch")
-    setting = f"{what}: a state saved after the epoch's last batch ({state}), loaded by a new instance"
+    setting = (f"{what}: a state saved after the epoch's last batch (the {len(batches)}th, of "
+               f"{len(batches[-1]) if batches else 0} samples) was {state}; loaded by a new instance,")
     try:
-        resumed = _resumed(ex, store, index, RESUME_BATCH, epoch, state, **options)
+        resumed = _resumed(ex, store, index, END_BATCH, epoch, state, **options)
     except (AssertionError, NotImplementedError):
         raise
     except Exception as err:
-        raise AssertionError(f"{setting}: refused with {type(err).__name__}: {str(err)[:300]}.") from err
+        raise AssertionError(f"{setting} it was refused with {type(err).__name__}: {str(err)[:300]}.") from err
     rest = _take(resumed, judge, setting)
-    assert not rest, f"{setting}: the next iteration gave {len(rest)} batches ({rest[:1]}...), not an empty rest."
+    assert not rest, f"{setting} the next iteration gave {len(rest)} batches ({rest[:1]}...), not an empty rest."
 
 
 def resume_reads_only_what_is_left(ex: ModuleType) -> None:
