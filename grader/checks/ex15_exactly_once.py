@@ -78,7 +78,7 @@ CLOSING_RETRY = (4, 0.01, 0.02)   # a server that closes every connection: each 
 IN_STEP_MATCH_S = 0.02
 IN_STEP_PAIRS = 4            # this many pairs in step or more fails
 # Every body cut (the proxy cuts each after 1 to Content-Length - 1 bytes): each attempt delivers some bytes, none
-# completes, and the budget still ends the call: exactly max_attempts GETs, then an error naming the key.
+# completes, and the budget still ends the call: at most max_attempts GETs, then an error naming the key.
 CUT_EVERY_BODY = NetworkProfile("ex15-cut-every-body", p_drop=1.0)
 PARTIAL_RETRIES = ((3, 0.002, 0.01), (5, 0.002, 0.01))   # (max_attempts, base_delay_s, max_delay_s)
 # ---- step 1: stalls ----
@@ -167,14 +167,14 @@ def _resumes(events: list[Event], first: int, last: int, whole: bool, what: str)
         elif asked is None or asked[0] != first + received or asked[1] not in ((last, None) if whole else (last,)):
             before = events[number - 1] if number else None
             after = (f"after a body cut at byte {first + received:,} (the request before sent {before.bytes_sent:,} "
-                     f"bytes and {'closed' if before.outcome == 'dropped' else 'stalled'})"
-                     if before is not None and before.outcome in ("dropped", "stalled") else f"as attempt {number + 1}")
+                     f"bytes and closed)" if before is not None and before.outcome == "dropped" else
+                     f"as attempt {number + 1}")
             requests = [(e.byte_range or "whole", e.outcome, e.bytes_sent) for e in events]
             raise AssertionError(
                 f"{what}: {after}, the next request asked {event.byte_range or 'no Range (the whole object)'}, not "
                 f"Range bytes={first + received}-{last}: a cut body is resumed from the first byte not yet received "
                 f"(the proxy's requests for it: {requests}).")
-        if event.outcome in ("ok", "dropped", "stalled"):
+        if event.outcome in ("ok", "dropped"):
             received += event.bytes_sent
     sent = sum(event.bytes_sent for event in events)
     assert sent == last - first + 1, (
