@@ -22,23 +22,34 @@ Contract (the grader checks each point; [n] is the step that checks it):
 - [1] `read_object` returns the object's bytes (or the bytes of `byte_range`, both ends included), exactly: a
   503 SlowDown or a failed connection is retried, and a body cut short is resumed with `Range` from the first byte
   not yet received (the proxy counts the bytes it sent: the object's own, not more);
+- [1] a body that stops sending without closing (a stall) is abandoned once nothing has come for `read_timeout_s`
+  (not sooner, and soon after: not the SDK's default of a minute) and resumed like a cut one, still exactly;
 - [1] before retry n (n = 1, 2, ...) it waits a random time of at most min(`max_delay_s`, `base_delay_s` x 2^(n-1))
-  ("full jitter": waits grow exponentially, and two clients retrying at once do not retry in step); it never makes
-  more than `max_attempts` attempts per call, and then raises an error naming the key and why (the last failure);
+  ("full jitter": waits grow exponentially, and calls retrying at once, from any threads, do not wait the same
+  times); it never makes more than `max_attempts` attempts per call, however many bytes each attempt delivered
+  before it failed, and then raises an error naming the key and why (the last failure);
 - [2] `read_objects` yields each object's bytes in the order of the keys given, with at most `max_in_flight`
-  requests open; it treats SlowDown as back-pressure: after a burst of them its request rate falls (no retry storm)
-  and when they stop it comes back up;
-- [3] `RemoteEpochs` splits each epoch over `world_size` ranks and `num_workers` reader threads per rank, whatever
-  the number of shards: every rank yields the same number of batches (`len()` says how many), of `batch_size`
-  samples (the last may be short, the same on every rank), including a rank that gets no whole shard; together the
+  requests open; it treats SlowDown as back-pressure: after a burst of them its request rate falls (no retry storm:
+  from 1 s after the first SlowDown, at most 2.5x the rate the store admits) and when they stop it comes back up
+  (within 3 s, above 2.5x the rate the store admitted, over some 0.5 s); an object that fails past every attempt
+  raises out of the iteration, naming its key;
+- [3] `RemoteEpochs` splits each epoch over `world_size` ranks and `num_workers` reader threads per rank (at most
+  `num_workers` requests open), whatever the number of shards: every rank yields the same number of batches
+  (`len()` says how many), of `batch_size` samples (the last may be short, the same on every rank), including a
+  rank that gets no whole shard; together the
   ranks yield every sample at least once, and the fewest repeats that even them out (at most `world_size` - 1:
-  the documented padding); the order depends on (seed, epoch) alone: not on `num_workers`, not on the run;
-- [3] under the `flaky` profile's faults, `RemoteEpochs` yields every sample of the epoch exactly once, in the order the
-  same epoch has without faults, with at most 1.3x the requests of that fault-free epoch;
+  the documented padding); each sample is a `RemoteSample` whose `data` is `bytes` and `label` an `int`; the order
+  depends on (seed, epoch) alone: not on `num_workers`, not on the run, not on the process (its pid, its hash seed:
+  every rank is a process of its own, started by fork or spawn);
+- [3] under the `flaky` profile's faults, `RemoteEpochs` yields every sample of the epoch exactly once per planned
+  slot (the padding's repeats are planned), in the order the same epoch has without faults, with at most 1.3x the
+  requests of that fault-free epoch; a read that fails past every attempt raises out of the iteration, naming the
+  shard: never an epoch with a sample silently missing, never a loop left waiting;
 - [3] on real ranks joined by gloo, each rank running a collective after every batch, none is left waiting;
 - [4] `state_dict()` returns a new dict of plain data (it goes through json) that holds the position of the samples
   THE TRAINING LOOP HAS RECEIVED; after `load_state_dict`, iteration yields exactly the rest of that epoch, and a
-  state saved after a resume resumes exactly again (twice, three times...), also with another `num_workers`;
+  state saved after a resume resumes exactly again (twice, three times...), also with another `num_workers`; a
+  state saved after the epoch's last batch resumes to an empty rest (not a new epoch, not an error);
 - [4] a resumed epoch reads only what is left (the proxy's byte count: at most 10% over the remaining samples' own);
 - [5] bad input raises, within 20 s, an error whose message names what and where: wrong credentials, a missing
   bucket or key, or no server at the endpoint (the bucket or key and the endpoint's URL); a 403 or 404 is not
@@ -66,6 +77,7 @@ class RetryPolicy:
     max_attempts: int = 6        # attempts per call, the first included
     base_delay_s: float = 0.05   # the wait before retry n is at most min(max_delay_s, base_delay_s * 2 ** (n - 1))
     max_delay_s: float = 1.0
+    read_timeout_s: float = 10.0  # an answer that sends nothing this long is abandoned (as a cut body: resumed)
 
 
 class RemoteSample(NamedTuple):
@@ -82,7 +94,8 @@ def read_object(endpoint: Endpoint, bucket: str, key: str, retry: RetryPolicy = 
     # TODO(ex15, step 1): a request can fail before its answer (503 SlowDown, a refused connection) or half way
     # through its body (your read raises). Which failures are worth another attempt, and which never get better?
     # When a body stops at byte k, what do you still need, and how do you ask for only that? Wait before each
-    # retry, longer each time and never the same as everyone else; stop after max_attempts and say why.
+    # retry, longer each time and never the same as everyone else; stop after max_attempts and say why. And a body
+    # that just stops sending, without closing: how long does your client wait on it (botocore: 60 s by default)?
     raise NotImplementedError("TODO(ex15, step 1) in exercises/ex15_exactly_once.py: read_object "
                               "(exactly once under faults)")
 
@@ -127,8 +140,9 @@ class RemoteEpochs:
 
     def state_dict(self) -> dict[str, Any]:
         """Where this rank is in the epoch: what a checkpoint saves."""
-        # TODO(ex15, step 4): count what the training loop has received, in the epoch, not since the last resume:
-        # a state that is relative to where the last resume started sends the second resume back to the start.
+        # TODO(ex15, step 4): count what the training loop has received, in the epoch, not since the last resume: a
+        # state frozen at the stream's start (huggingface/datasets#8308) sends the second resume back to the start;
+        # a state counting only since the last resume sends it back by what the first run received.
         raise NotImplementedError("TODO(ex15, step 4) in exercises/ex15_exactly_once.py: state_dict (resume, twice)")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -24,16 +24,27 @@ def test_cut_bodies_resume_from_where_they_stopped(grade):
 @pytest.mark.spawn_covered_by("real_ranks_never_wait_for_a_missing_batch")
 def test_retries_back_off_with_jitter_within_the_budget(grade):
     """Every request answered 503 SlowDown, with max_attempts 3 and 5: exactly max_attempts attempts per call, waits
-    within min(max_delay_s, base_delay_s x 2^(n-1)), growing with n and jittered; then an error naming the key. A
-    server that closes every connection: max_attempts connections."""
+    within min(max_delay_s, base_delay_s x 2^(n-1)), growing with n and jittered, calls from 4 threads not in step;
+    then an error naming the key. A server that closes every connection: max_attempts connections. Every body cut
+    after some of its bytes: still at most max_attempts GETs, then an error."""
+    grade()
+
+
+@pytest.mark.step(1, "exactly once under faults")
+@pytest.mark.spawn_covered_by("real_ranks_never_wait_for_a_missing_batch")
+def test_stalled_bodies_are_abandoned_after_the_read_timeout(grade):
+    """Bodies that stop sending without closing (for 3.5 s, then closed), read with read_timeout_s 0.25 s and 1.5 s:
+    the next request comes no sooner than read_timeout_s after the stalled one and at most 0.75 s later, and the
+    bytes are exact, resumed from the first byte not received."""
     grade()
 
 
 @pytest.mark.step(2, "503 is back-pressure")
 @pytest.mark.spawn_covered_by("real_ranks_never_wait_for_a_missing_batch")
 def test_slowdowns_lower_the_rate_then_it_recovers(grade):
-    """read_objects at 16 in flight on one prefix limited to a few GET/s, then the limit lifted: every object in
-    order; after the first SlowDowns the request rate falls near the limit, and once they stop it comes back up."""
+    """read_objects at 16 in flight on one prefix limited to 20 GET/s, then the limit lifted: every object in order;
+    from 1 s after the first SlowDown the request rate stays within 2.5x the limit, and within 3 s of the lift it
+    climbs back above 2.5x the old limit over some 0.5 s."""
     grade()
 
 
@@ -42,7 +53,7 @@ def test_slowdowns_lower_the_rate_then_it_recovers(grade):
 def test_ranks_get_equal_batches_and_every_sample(grade):
     """RemoteEpochs on 2, 3 and 4 ranks with 1 and 2 reader threads, over shards that do not divide (one rank with no
     whole shard): the same number of batches on every rank, len() equal to it, every sample at least once, only the
-    fewest repeats."""
+    fewest repeats; each sample's data bytes and its label an int."""
     grade()
 
 
@@ -58,7 +69,25 @@ def test_order_follows_seed_and_epoch(grade):
 @pytest.mark.spawn_covered_by("real_ranks_never_wait_for_a_missing_batch")
 def test_every_sample_exactly_once_under_flaky(grade):
     """One rank under `flaky`'s faults (its SlowDown and cut-body rates and seed; its latency and bandwidth only cost
-    time): every sample of the epoch once, in the fault-free order, with at most 1.3x the fault-free epoch's requests."""
+    time): every sample of the epoch once, in the fault-free order, with at most 1.3x the fault-free epoch's requests
+    and at most num_workers requests open."""
+    grade()
+
+
+@pytest.mark.step(3, "equal batches per rank")
+@pytest.mark.spawn_covered_by("real_ranks_never_wait_for_a_missing_batch")
+def test_a_read_failing_past_every_attempt_raises(grade):
+    """Every request refused after the first batch (RemoteEpochs, 2 reader threads) or the first object
+    (read_objects, 4 in flight): the iteration raises within 30 s an error naming a shard (a key), never ends short
+    in silence, and makes at most max_attempts GETs of any request."""
+    grade()
+
+
+@pytest.mark.step(3, "equal batches per rank")
+@pytest.mark.spawn_covered_by("real_ranks_never_wait_for_a_missing_batch")
+def test_plan_is_the_same_in_every_process(grade):
+    """Two processes of their own, started with other hash seeds, plan every rank's batches of an epoch: the same
+    batches as the grading process."""
     grade()
 
 
@@ -73,7 +102,8 @@ def test_real_ranks_never_wait_for_a_missing_batch(grade):
 @pytest.mark.spawn_covered_by("real_ranks_never_wait_for_a_missing_batch")
 def test_resumes_twice_with_exactly_the_rest(grade):
     """An epoch stopped, its state through json, resumed (another num_workers), stopped and resumed again: exactly the
-    uninterrupted epoch's batches, nothing twice, nothing missing."""
+    uninterrupted epoch's batches, nothing twice, nothing missing; a state saved after the last batch resumes to an
+    empty rest."""
     grade()
 
 

@@ -40,6 +40,7 @@ class RetryPolicy:
     max_attempts: int = 6        # attempts per call, the first included
     base_delay_s: float = 0.05   # the wait before retry n is at most min(max_delay_s, base_delay_s * 2 ** (n - 1))
     max_delay_s: float = 1.0
+    read_timeout_s: float = 10.0   # a body (or an answer) that sends nothing this long is abandoned, as a cut one
 
 
 class RemoteSample(NamedTuple):
@@ -53,7 +54,6 @@ class RemoteSample(NamedTuple):
 # ==== read_object, read_objects (engineer A) =========================================================================
 
 CONNECT_TIMEOUT_S = 2.0     # loopback: a refused connection fails at once, a server that does not answer in this
-READ_TIMEOUT_S = 10.0       # between two reads of an answer
 POOL_CONNECTIONS = 64       # one client serves every thread of a process (read_objects, RemoteEpochs' readers)
 CHUNK_BYTES = 64 * 1024     # a body is read this much at a time: after a drop, what arrived is kept
 RETRIED_STATUSES = frozenset({500, 502, 503, 504})   # SlowDown, InternalError, ...: worth another attempt
@@ -81,10 +81,12 @@ class Gate(Protocol):
 
 
 @functools.lru_cache(maxsize=8)
-def _client(endpoint: Endpoint) -> Any:
-    """One boto3 client per endpoint (thread-safe), its own retries off: every attempt is read_object's."""
+def client(endpoint: Endpoint, read_timeout_s: float) -> Any:
+    """One boto3 client per endpoint and read timeout (thread-safe), its own retries off: every attempt is
+    read_object's. botocore's read_timeout bounds each wait for bytes of an answer (60 s by default): a stalled body
+    raises ReadTimeoutError out of its read, and read_object resumes it as a cut one."""
     return endpoint.client(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=CONNECT_TIMEOUT_S,
-                           read_timeout=READ_TIMEOUT_S, max_pool_connections=POOL_CONNECTIONS)
+                           read_timeout=read_timeout_s, max_pool_connections=POOL_CONNECTIONS)
 
 
 def backoff_s(retry: RetryPolicy, n: int) -> float:
@@ -105,7 +107,7 @@ def _read(endpoint: Endpoint, bucket: str, key: str, retry: RetryPolicy, byte_ra
         raise ValueError(f"RetryPolicy.max_attempts must be at least 1, got {retry.max_attempts}")
     if byte_range is not None and not 0 <= byte_range[0] <= byte_range[1]:
         raise ValueError(f"byte_range {byte_range} of s3://{bucket}/{key}: want (first, last), 0 <= first <= last")
-    transfer = _Transfer(_client(endpoint), bucket, key, byte_range)
+    transfer = _Transfer(client(endpoint, retry.read_timeout_s), bucket, key, byte_range)
     where = f"GET s3://{bucket}/{key}{'' if byte_range is None else ' bytes %d-%d' % byte_range} at {endpoint.url}"
     last_failure = ""
     for attempt in range(1, retry.max_attempts + 1):

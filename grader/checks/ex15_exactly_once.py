@@ -14,6 +14,8 @@ import json
 import os
 import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -69,6 +71,27 @@ LATE_WAITS_FORGIVEN = 1
 BELOW_HALF_SHARE = 0.15
 SPREAD_SHARE = 0.25          # the waits before one retry number spread over at least this share of their cap
 CLOSING_RETRY = (4, 0.01, 0.02)   # a server that closes every connection: each of these attempts is one connection
+# Calls retrying at once must not wait the same times (clients in step hit the store together again): in the
+# second round (four waits a call), two calls whose every wait matches to IN_STEP_MATCH_S are in step. Independent
+# full-jitter draws put a pair in step with probability about 0.4 x 0.2 x 0.16 x 0.16 = 0.002: 0.25 pairs among the
+# round's 120 expected; a generator seeded alike in every thread puts 24 pairs in step.
+IN_STEP_MATCH_S = 0.02
+IN_STEP_PAIRS = 4            # this many pairs in step or more fails
+# Every body cut (the proxy cuts each after 1 to Content-Length - 1 bytes): each attempt delivers some bytes, none
+# completes, and the budget still ends the call: at most max_attempts GETs, then an error naming the key.
+CUT_EVERY_BODY = NetworkProfile("ex15-cut-every-body", p_drop=1.0)
+PARTIAL_RETRIES = ((3, 0.002, 0.01), (5, 0.002, 0.01))   # (max_attempts, base_delay_s, max_delay_s)
+# ---- step 1: stalls ----
+# A body that stops sending without closing, for STALL_S, then closed (the proxy's `stall` fault). One ranged read of
+# a shard per read timeout (the field varied: a reader with one fixed timeout fails one of them); a correct reader
+# asks the same first Range, so meets the same stall. Seed 17 stalls each call's first request and not the
+# solution's resume (ci: one stall a call; seeds 1-59: 0-5 stalls a call).
+STALL_TIMEOUTS_S = (0.25, 1.5)
+STALL_MARGIN_S = 0.75        # from a stalled request's arrival to the next: at least read_timeout_s, at most this more
+STALL_S = 3.5                # the longest timeout and the margin, and a second more: a reader that waits for the close
+STALL_PROFILE = NetworkProfile("ex15-stall", p_stall=0.5, stall_s=STALL_S, seed=17)
+STALL_RETRY = (16, 0.002, 0.02)   # (max_attempts, base_delay_s, max_delay_s): a run of 16 stalls has p 0.5^16
+STALL_CALL_TIMEOUT_S = 4 * STALL_S + 20   # a call may meet a few stalls; a reader with no timeout at all still ends
 # ---- step 2: SlowDown as back-pressure ----
 LIMIT_GETS_PER_S = 20.0      # the prefix's limit while limited
 BACKPRESSURE_LATENCY_S = 0.1   # 16 in flight make 160 requests/s: 8 times the limit
@@ -96,8 +119,9 @@ JITTERY = NetworkProfile("ex15-jitter", latency_s=0.02, jitter_s=0.015)   # answ
 ERROR_RETRY = (4, 0.01, 0.05)   # (max_attempts, base_delay_s, max_delay_s): a retried 403 or 404 shows as 4 GETs
 
 
-def _policy(ex: ModuleType, attempts: int, base_delay_s: float, max_delay_s: float) -> Any:
-    return require(ex, "RetryPolicy")(max_attempts=attempts, base_delay_s=base_delay_s, max_delay_s=max_delay_s)
+def _policy(ex: ModuleType, attempts: int, base_delay_s: float, max_delay_s: float, **more: float) -> Any:
+    return require(ex, "RetryPolicy")(max_attempts=attempts, base_delay_s=base_delay_s, max_delay_s=max_delay_s,
+                                      **more)
 
 
 def _events_by_key(events: Sequence[Event]) -> dict[str, list[Event]]:
@@ -215,6 +239,7 @@ def retries_back_off_with_jitter_within_the_budget(ex: ModuleType) -> None:
         _failed_connections_are_retried(ex, read_object, bucket, keys[0], store.endpoint)
         waits: dict[tuple[str, int], list[float]] = {}   # (the round's setting, retry n): the calls' waits
         caps: dict[tuple[str, int], float] = {}
+        sequences: dict[str, list[list[float]]] = {}    # the round's setting: each call's waits
         for attempts, base_delay_s, max_delay_s in RETRY_ROUNDS:
             retry = _policy(ex, attempts, base_delay_s, max_delay_s)
             setting = (f"read_object with every request answered 503 SlowDown, RetryPolicy(max_attempts={attempts}, "
@@ -246,6 +271,7 @@ def retries_back_off_with_jitter_within_the_budget(ex: ModuleType) -> None:
                 assert key in str(err) and ("SlowDown" in str(err) or "503" in str(err)), (
                     f"{setting}: read_object({key!r}) raised {type(err).__name__}: {str(err)[:300]}; the error must "
                     "name the key and the last failure (SlowDown, 503).")
+            sequences[setting] = [_waits(by_key[f"{bucket}/{key}"]) for key in keys]
             for n in range(1, attempts):
                 caps[setting, n] = cap = min(max_delay_s, base_delay_s * 2 ** (n - 1))
                 waits[setting, n] = [_waits(by_key[f"{bucket}/{key}"])[n - 1] for key in keys]
@@ -274,6 +300,84 @@ def retries_back_off_with_jitter_within_the_budget(ex: ModuleType) -> None:
             f"read_object, every request answered 503 SlowDown, rounds {RETRY_ROUNDS}: {below:.0%} of the "
             f"{len(shares)} waits fell below half their cap (full jitter: about half; at least "
             f"{BELOW_HALF_SHARE:.0%}): full jitter draws the whole wait at random in [0, cap], not half of it.")
+        setting, calls = list(sequences.items())[-1]
+        in_step = [(a, b) for a in range(len(calls)) for b in range(a + 1, len(calls))
+                   if all(abs(x - y) <= IN_STEP_MATCH_S for x, y in zip(calls[a], calls[b]))]
+        assert len(in_step) < IN_STEP_PAIRS, (
+            f"{setting}: {len(in_step)} pairs of calls waited the same times before every retry (to "
+            f"{IN_STEP_MATCH_S * 1000:g} ms), e.g. {[round(w, 3) for w in calls[in_step[0][0]]]} and "
+            f"{[round(w, 3) for w in calls[in_step[0][1]]]}: calls retrying at once are in step (independent draws "
+            f"put fewer than {IN_STEP_PAIRS} pairs so). Every call must draw its own waits.")
+        _partial_progress_spends_the_budget(ex, read_object, store)
+
+
+def _partial_progress_spends_the_budget(ex: ModuleType, read_object: Callable[..., Any], store: Store) -> None:
+    bucket = store.remote.bucket
+    store.network.use(CUT_EVERY_BODY)
+    for (attempts, base_delay_s, max_delay_s), key in zip(PARTIAL_RETRIES, store.remote.shards):
+        what = (f"read_object({key!r}) with every body cut after some of its bytes (each attempt delivers a part, none "
+                f"completes), RetryPolicy(max_attempts={attempts}, base_delay_s={base_delay_s}, "
+                f"max_delay_s={max_delay_s})")
+        store.network.reset()
+        try:
+            within(60, what, lambda: read_object(store.endpoint, bucket, key,
+                                                 _policy(ex, attempts, base_delay_s, max_delay_s)))
+        except (AssertionError, NotImplementedError):
+            raise
+        except Exception as err:
+            error: BaseException | None = err
+        else:
+            error = None
+        gets = _events_by_key(store.network.timeline()).get(f"{bucket}/{key}", [])
+        assert len(gets) <= attempts, (
+            f"{what}: the proxy saw {len(gets)} GETs ({sum(e.bytes_sent for e in gets):,} bytes in all, "
+            f"{[e.bytes_sent for e in gets][:8]}... a request), more than max_attempts={attempts}"
+            + ("" if error is None else f", then {type(error).__name__}") + ": the budget counts attempts, "
+            "whatever each delivered.")
+        assert error is not None and key in str(error), (
+            f"{what}: " + (f"returned after {len(gets)} GETs" if error is None else
+                           f"raised {type(error).__name__}: {str(error)[:300]}")
+            + "; past max_attempts a call raises an error naming the key and the last failure.")
+
+
+def stalled_bodies_are_abandoned_after_the_read_timeout(ex: ModuleType) -> None:
+    read_object = require(ex, "read_object")
+    with _store(STALL_PROFILE) as store:
+        bucket = store.remote.bucket
+        for read_timeout_s, key in zip(STALL_TIMEOUTS_S, store.remote.shards[1:]):
+            size = len(_expected_bytes(store, key))
+            first, last = size // 4, size - 1
+            retry = _policy(ex, *STALL_RETRY, read_timeout_s=read_timeout_s)
+            what = (f"read_object({key!r}, byte_range=({first}, {last})) with read_timeout_s={read_timeout_s:g}, "
+                    f"bodies stalled (nothing sent for {STALL_S:g} s, the connection open, then closed) at "
+                    f"p={STALL_PROFILE.p_stall:g}")
+            store.network.reset()
+            data = within(STALL_CALL_TIMEOUT_S, what,
+                          lambda: read_object(store.endpoint, bucket, key, retry, (first, last)))
+            expected = _expected_bytes(store, key)[first:last + 1]
+            assert isinstance(data, (bytes, bytearray)) and bytes(data) == expected, (
+                f"{what}: returned {type(data).__name__} of {len(data) if hasattr(data, '__len__') else '?'} bytes, "
+                f"not the {len(expected):,} bytes asked for.")
+            events = _events_by_key(store.network.timeline())[f"{bucket}/{key}"]
+            for stalled, following in zip(events, events[1:]):
+                if stalled.outcome != "stalled":
+                    continue
+                waited = following.at_s - stalled.at_s
+                assert read_timeout_s <= waited <= read_timeout_s + STALL_MARGIN_S, (
+                    f"{what}: a request ({stalled.byte_range}) stalled after {stalled.bytes_sent:,} bytes, and the "
+                    f"next request came {waited:.2f} s after its arrival: "
+                    + ("sooner than read_timeout_s." if waited < read_timeout_s else
+                       f"more than read_timeout_s + {STALL_MARGIN_S:g} s (the proxy closed the stalled body after "
+                       f"{STALL_S:g} s)."))
+            # What a reader had received when its read timed out may be less than the proxy sent (a read of a chunk
+            # that times out may lose the part of the chunk that came): each next request asks for a rest that
+            # starts after the stalled request's first byte and ends at `last`, never beyond the range.
+            for stalled, following in zip(events, events[1:]):
+                asked, start = _range_of(following.byte_range), _range_of(stalled.byte_range)
+                if stalled.outcome == "stalled" and asked is not None and start is not None:
+                    assert start[0] <= asked[0] <= start[0] + stalled.bytes_sent and asked[1] == last, (
+                        f"{what}: after a request for {stalled.byte_range} stalled after {stalled.bytes_sent:,} "
+                        f"bytes, the next asked {following.byte_range}: not the rest of bytes {start[0]}-{last}.")
 
 
 @contextmanager
@@ -509,12 +613,29 @@ REAL_WORLD, REAL_WORKERS, REAL_BATCH, REAL_SEED, REAL_EPOCH = 3, 2, 8, 1, 1
 RANK_TIMEOUT_S = 10.0
 # To start and join the group: a second under fork; under spawn each rank imports torch and boto3 first.
 RANK_STARTUP_S = 60.0
+# A plan computed in processes of their own, started with other hash seeds (as spawn-started ranks are): 24 samples
+# in 8 shards on 2 ranks; every process must plan the same batches as this one.
+PROCESS_LAYOUT = tuple((position, 3) for position in range(8))
+PROCESS_WORLD, PROCESS_BATCH, PROCESS_SEED, PROCESS_EPOCH = 2, 5, 6, 2
+HASH_SEEDS = ("1", "2")
+PLAN_TIMEOUT_S = 60.0        # a child imports boto3 and the module, then reads 24 samples on loopback: about a second
+# After the first batch every request is answered 503 SlowDown: the pieces not read yet fail past every attempt.
+# 24 samples, every other one of 12 shards' first 4 (24 pieces of one sample; a reader that takes index neighbours
+# as one run reads 12 runs of 2), batches of 2, 2 reader threads: more than a reader reads ahead of its consumer.
+# A reader that had every sample before the refusals began (none refused) is not judged.
+FAILING_LAYOUT, FAILING_RUN = tuple((position, 4) for position in range(12)), 1
+FAILING_BATCH, FAILING_WORKERS = 2, 2
+FAILING_RETRY = (3, 0.002, 0.01)   # (max_attempts, base_delay_s, max_delay_s)
+FAILING_OBJECTS, FAILING_IN_FLIGHT = 12, 4   # read_objects, refused after its first object
+FAILING_TIMEOUT_S = 30.0     # to raise, once refused: the solution takes well under a second
 # ---- step 4: resume, twice ----
 # 47 samples, 2 ranks of 24 (one repeat, on rank 1), batches of 3: 8 batches a rank.
 RESUME_LAYOUT = tuple((position, 6) for position in range(7)) + ((7, 5),)
 RESUME_WORLD, RESUME_BATCH = 2, 3
 # (rank, seed, epoch, num_workers of the first run and of each resume, batches taken before each stop)
 RESUMES = ((1, 3, 2, (1, 2, 1), (2, 3)), (0, 5, 4, (2, 1, 2), (5, 2)))
+# A state saved after the epoch's last batch: batches of 5 over the 24 samples of a rank, the last one short (4).
+END_BATCH = 5
 # One rank over 48 samples in 6 shards of 8, batches of 3 (16): stopped after 3 and 11 batches, mid-shard both.
 READ_LAYOUT = tuple((position, 8) for position in range(6))
 READ_BATCH, READ_STOPS, READ_WORKERS = 3, (3, 11), 2
@@ -577,12 +698,14 @@ def _epochs(ex: ModuleType, store: Store, index: ScratchIndex, batch_size: int, 
 
 
 class Judge:
-    """Checks each batch's samples against the local files and the index's labels; gives back their keys."""
+    """Checks each batch's samples against the local files and the index's labels; gives back their keys. With
+    `typed`, also the types the contract gives them: data bytes, label int."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, typed: bool = False) -> None:
         self.local = store.remote.local
         self.labels = {entry["key"]: entry["label"] for entry in store.remote.index}
         self.expected: dict[str, bytes] = {}
+        self.typed = typed
 
     def keys_of(self, batch: Any, what: str) -> list[str]:
         assert isinstance(batch, (list, tuple)) and batch, (
@@ -598,6 +721,11 @@ class Judge:
                 f" bytes, expected {len(self.expected[key])}): each sample is bytes offset .. offset + size - 1 of its "
                 "shard.")
             assert label == self.labels[key], f"{what}: {key!r} came with label {label}, not {self.labels[key]}."
+            if self.typed:
+                raw = item[2]
+                assert type(data) is bytes and isinstance(raw, int) and not isinstance(raw, bool), (
+                    f"{what}: {key!r} came with data of type {type(data).__name__} and label {raw!r} of type "
+                    f"{type(raw).__name__}: a RemoteSample's data is bytes and its label an int.")
             keys.append(key)
         return keys
 
@@ -640,7 +768,7 @@ def _without_whole_shard(shares: Sequence[Sequence[str]], index: ScratchIndex) -
 
 def ranks_get_equal_batches_and_every_sample(ex: ModuleType) -> None:
     with _store() as store:
-        judge = Judge(store)
+        judge = Judge(store, typed=True)
         for layout, world_size, workers, batch_size, seed, epoch in RANK_SETTINGS:
             with _scratch_index(store, "ranks", layout) as index:
                 n = len(index.samples)
@@ -759,10 +887,168 @@ def every_sample_exactly_once_under_flaky(ex: ModuleType) -> None:
                 f"than the same epoch without faults (first keys {keys[:3]}, without faults "
                 f"{_flat(reference)[:3]}): faults may slow an epoch, never change it. Hand samples on in the plan's "
                 "order, whichever read finishes first.")
+        opened = max(stats.max_in_flight, clean_stats.max_in_flight)
+        assert opened <= FLAKY_WORKERS, (
+            f"{what}: the proxy saw {opened} requests open at once, more than num_workers={FLAKY_WORKERS}.")
         assert stats.requests <= MAX_REQUEST_RATIO * clean_stats.requests, (
             f"{what}: {faults}, against {clean_stats.requests} requests without faults: more than "
             f"{MAX_REQUEST_RATIO:g}x. Retry only the request that failed, only what it had not delivered (a cut body "
             "from its first missing byte), and never a piece that succeeded.")
+
+
+def _drain(iterator: Iterator[Any], got: list[list[str]], judge: Judge, what: str) -> None:
+    for batch in iterator:
+        got.append(judge.keys_of(batch, what))
+
+
+def _close_quietly(iterator: Any, what: str) -> None:
+    """Close an iterator that may have failed (or still be running in a thread that timed out)."""
+    try:
+        within(LOAD_TIMEOUT_S, f"closing the iterator of {what}", lambda: _close(iterator))
+    except ValueError:   # a generator still executing in the timed-out thread: nothing more to close here
+        pass
+
+
+def _gets_per_request(events: Sequence[Event]) -> Counter[tuple[str, str]]:
+    return Counter((event.key, event.byte_range) for event in events if event.is_get)
+
+
+def a_read_failing_past_every_attempt_raises(ex: ModuleType) -> None:
+    read_objects = require(ex, "read_objects")
+    attempts = FAILING_RETRY[0]
+    retry = _policy(ex, *FAILING_RETRY)
+    with _store() as store, _scratch_index(store, "failing", FAILING_LAYOUT, run=FAILING_RUN) as index:
+        judge = Judge(store)
+        bucket = store.remote.bucket
+        n = len(index.samples)
+        what = (f"one rank over {n} samples (one Range request each) in {len(FAILING_LAYOUT)} shards, "
+                f"num_workers={FAILING_WORKERS}, batch_size={FAILING_BATCH}, max_attempts={attempts}, every request "
+                "answered 503 SlowDown from the first batch on")
+        with no_leaks(what):
+            loader = _epochs(ex, store, index, FAILING_BATCH, num_workers=FAILING_WORKERS, retry=retry)
+            iterator = within(LOAD_TIMEOUT_S, f"iter() of {what}", lambda: iter(loader))
+            got: list[list[str]] = []
+            error: BaseException | None = None
+            try:
+                got.append(judge.keys_of(within(LOAD_TIMEOUT_S, what, lambda: next(iterator)), what))
+                store.network.reset()
+                store.network.use(REFUSE_ALL)
+                within(FAILING_TIMEOUT_S, f"{what}: the rest of the epoch", lambda: _drain(iterator, got, judge, what))
+            except (AssertionError, NotImplementedError):
+                raise
+            except Exception as err:
+                error = err
+            finally:
+                _close_quietly(iterator, what)
+            received = len(_flat(got))
+            refused = [event for event in store.network.timeline() if event.is_get and event.status == 503]
+            # (a reader that had every sample before the refusals began saw nothing fail: not judged)
+            assert error is not None or (received == n and not refused), (
+                f"{what}: the epoch ended after {received} of its {n} samples with no error, and the proxy refused "
+                f"{len(refused)} requests: samples missing in silence.")
+            shards = list(index.shards())
+            assert error is None or any(shard in str(error) for shard in shards), (
+                f"{what}: the iteration raised {type(error).__name__}: {str(error)[:300]}; the error names none of "
+                f"the shards read ({shards[0]!r}, ...).")
+            over = {request: count for request, count in _gets_per_request(store.network.timeline()).items()
+                    if count > attempts}
+            assert not over, (
+                f"{what}: the proxy saw more than max_attempts={attempts} GETs of the same request: {over}.")
+        keys = [key for key, _, _ in store.remote.objects[:FAILING_OBJECTS]]
+        what = (f"read_objects over {len(keys)} objects, max_in_flight={FAILING_IN_FLIGHT}, max_attempts={attempts}, "
+                "every request answered 503 SlowDown from the first object on")
+        store.network.use("loopback")
+        with no_leaks(what):
+            items = within(LOAD_TIMEOUT_S, what, lambda: read_objects(store.endpoint, bucket, keys,
+                                                                     FAILING_IN_FLIGHT, retry))
+            taken = 0
+            error = None
+            try:
+                within(LOAD_TIMEOUT_S, what, lambda: next(items))
+                taken = 1
+                store.network.reset()
+                store.network.use(REFUSE_ALL)
+
+                def rest() -> None:
+                    nonlocal taken
+                    for _ in items:
+                        taken += 1
+
+                within(FAILING_TIMEOUT_S, f"{what}: the rest", rest)
+            except (AssertionError, NotImplementedError):
+                raise
+            except Exception as err:
+                error = err
+            finally:
+                _close_quietly(items, what)
+            refused = [event for event in store.network.timeline() if event.is_get and event.status == 503]
+            assert (error is None and taken == len(keys) and not refused) or (
+                    error is not None and any(key in str(error) for key in keys)), (
+                f"{what}: " + (f"yielded {taken} items for {len(keys)} keys with no error" if error is None else
+                               f"raised {type(error).__name__}: {str(error)[:300]}, naming none of the keys") + ".")
+            over = {request: count for request, count in _gets_per_request(store.network.timeline()).items()
+                    if count > attempts}
+            assert not over, (
+                f"{what}: the proxy saw more than max_attempts={attempts} GETs of the same request: {over}.")
+
+
+_PLAN_SCRIPT = """
+import importlib, json, sys
+from loaderlab.storage.server import Endpoint
+name, bucket, index_key, world_size, batch_size, seed, epoch = json.loads(sys.argv[1])
+ex = importlib.import_module(name)
+plans = []
+for rank in range(world_size):
+    loader = ex.RemoteEpochs(Endpoint.from_env(), bucket, index_key, batch_size, world_size=world_size, rank=rank,
+                             seed=seed)
+    loader.set_epoch(epoch)
+    plans.append([[sample[0] for sample in batch] for batch in loader])
+print(json.dumps(plans))
+"""
+
+
+def plan_is_the_same_in_every_process(ex: ModuleType) -> None:
+    require(ex, "RemoteEpochs")
+    with _store() as store, _scratch_index(store, "process", PROCESS_LAYOUT) as index:
+        judge = Judge(store)
+        what = (f"{len(index.samples)} samples in {len(PROCESS_LAYOUT)} shards on {PROCESS_WORLD} ranks, "
+                f"batch_size={PROCESS_BATCH}, seed={PROCESS_SEED}, epoch {PROCESS_EPOCH}")
+        here = [_epoch(_epochs(ex, store, index, PROCESS_BATCH, world_size=PROCESS_WORLD, rank=rank,
+                               seed=PROCESS_SEED), PROCESS_EPOCH, judge, f"{what}, rank {rank}")
+                for rank in range(PROCESS_WORLD)]
+        folder = os.path.dirname(os.path.abspath(ex.__file__))
+        path = os.pathsep.join([folder, *(entry for entry in sys.path if entry and os.path.isdir(entry))])
+        argument = json.dumps([ex.__name__, store.remote.bucket, index.key, PROCESS_WORLD, PROCESS_BATCH,
+                               PROCESS_SEED, PROCESS_EPOCH])
+        children = {seed: subprocess.Popen([sys.executable, "-c", _PLAN_SCRIPT, argument], stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True,
+                                           env={**os.environ, **store.endpoint.env(), "PYTHONPATH": path,
+                                                "PYTHONHASHSEED": seed})
+                    for seed in HASH_SEEDS}
+        plans = {}
+        try:
+            for seed, child in children.items():
+                try:
+                    out, err = child.communicate(timeout=PLAN_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError(f"{what}: a process of its own (PYTHONHASHSEED={seed}) did not plan the "
+                                         f"epoch within {PLAN_TIMEOUT_S:g} s.") from None
+                lines = out.strip().splitlines()
+                assert child.returncode == 0 and lines, (
+                    f"{what}: in a process of its own (PYTHONHASHSEED={seed}) the epoch failed (exit "
+                    f"{child.returncode}): {err.strip()[-1500:]}")
+                plans[seed] = json.loads(lines[-1])
+        finally:
+            for child in children.values():
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+        for seed, plan in plans.items():
+            for rank, (theirs, ours) in enumerate(zip(plan, here)):
+                assert theirs == ours, (
+                    f"{what}: rank {rank} planned other batches in a process started with PYTHONHASHSEED={seed} "
+                    f"({theirs[:2]}...) than in the grading process ({ours[:2]}...): the plan differs between "
+                    "processes.")
 
 
 def _epoch_on_rank(rank: int, world_size: int, module_name: str, endpoint: Endpoint, bucket: str, index_key: str,
@@ -888,13 +1174,36 @@ def resumes_twice_with_exactly_the_rest(ex: ModuleType) -> None:
                         raise AssertionError(
                             f"{setting}: gave {batches[:2]}... where the uninterrupted epoch has {expected[:2]}...: "
                             f"{_where_it_starts(rest if stop is not None else batches, reference, received)}."
-                            + (" The second resume started elsewhere than the first stopped: a state saved after a "
-                               "resume must count from the epoch's start, not from where the last resume began "
-                               "(huggingface/datasets#8308: the second resume restarts)." if number > 1 else
+                            + (" The second resume started elsewhere than the first stopped: the state saved after "
+                               "the first resume did not hold the samples received since the epoch's start." if
+                               number > 1 else
                                " The state counts the samples the loop has received in the epoch; the resumed "
                                "iteration starts at the first one it had not."))
                     received += len(batches)
-            assert received == len(reference), f"{what}: {received} batches in all, the epoch has {len(reference)}."
+                assert received == len(reference), (
+                    f"{what}: {received} batches in all, the epoch has {len(reference)}.")
+            what = (f"rank {rank} of {RESUME_WORLD} over {len(index.samples)} samples, batch_size={END_BATCH}, "
+                    f"seed={seed}, epoch {epoch}")
+            with no_leaks(what):
+                _resumes_at_the_end(ex, store, index, epoch, judge, options, what)
+
+
+def _resumes_at_the_end(ex: ModuleType, store: Store, index: ScratchIndex, epoch: int, judge: Judge,
+                        options: dict[str, Any], what: str) -> None:
+    """A whole epoch (its last batch short), then its state, loaded by a new instance: an empty rest."""
+    loader = _epochs(ex, store, index, END_BATCH, **options)
+    batches = _epoch(loader, epoch, judge, what)
+    state = _json(within(10, "state_dict()", loader.state_dict), "after the epoch's last batch")
+    setting = (f"{what}: a state saved after the epoch's last batch (the {len(batches)}th, of "
+               f"{len(batches[-1]) if batches else 0} samples) was {state}; loaded by a new instance,")
+    try:
+        resumed = _resumed(ex, store, index, END_BATCH, epoch, state, **options)
+    except (AssertionError, NotImplementedError):
+        raise
+    except Exception as err:
+        raise AssertionError(f"{setting} it was refused with {type(err).__name__}: {str(err)[:300]}.") from err
+    rest = _take(resumed, judge, setting)
+    assert not rest, f"{setting} the next iteration gave {len(rest)} batches ({rest[:1]}...), not an empty rest."
 
 
 def resume_reads_only_what_is_left(ex: ModuleType) -> None:

@@ -3,7 +3,8 @@
 - No SDK client: each attempt is one urllib3 request (its own retries off) signed with botocore's SigV4 signer, so
   nothing retries behind the loop's back. The body is streamed (`Response.stream`) into one buffer; urllib3 raises
   ProtocolError when a body ends before its Content-Length, and the next attempt asks for the rest with Range (and
-  If-Match: the same version), taking the answer only if it is 206 with that Content-Range.
+  If-Match: the same version), taking the answer only if it is 206 with that Content-Range. Each request's read
+  timeout is the policy's read_timeout_s (urllib3 raises ReadTimeoutError out of a stalled body's read: resumed too).
 - The wait before retry n is `random.random() * cap` (full jitter written another way).
 - read_objects: max_in_flight worker threads take (position, key) from a queue and leave results in a dict; the
   consumer waits for the next position (a Condition). SlowDown is back-pressure through a client-side token bucket
@@ -35,7 +36,7 @@ from solutions.ex15_exactly_once import *  # noqa: F403  (RemoteEpochs, RemoteSa
 from solutions.ex15_exactly_once import RetryPolicy
 
 CHUNK_BYTES = 32 * 1024
-HTTP = urllib3.PoolManager(maxsize=64, retries=False, timeout=urllib3.Timeout(connect=2.0, read=10.0))
+HTTP = urllib3.PoolManager(maxsize=64, retries=False, timeout=urllib3.Timeout(connect=2.0))
 RETRIED = frozenset({500, 502, 503, 504})
 RATE_CUT = 0.5            # a SlowDown sets the rate to this share of the send rate measured ...
 MEASURE_S = 1.0           # ... over this long
@@ -74,7 +75,7 @@ class _Progress:
         self.first, self.last, self.data, self.etag = first, last, bytearray(), ""
 
 
-def _attempt(endpoint: Endpoint, url: str, progress: _Progress) -> None:
+def _attempt(endpoint: Endpoint, url: str, progress: _Progress, read_timeout_s: float) -> None:
     """One GET of what is missing into progress.data; raises _Again or ObjectReadError."""
     first, last, data = progress.first, progress.last, progress.data
     start = first + len(data)
@@ -82,7 +83,8 @@ def _attempt(endpoint: Endpoint, url: str, progress: _Progress) -> None:
     if progress.etag:
         headers["If-Match"] = progress.etag
     try:
-        answer = HTTP.request("GET", url, headers=_signed(endpoint, url, headers), preload_content=False)
+        answer = HTTP.request("GET", url, headers=_signed(endpoint, url, headers), preload_content=False,
+                              timeout=urllib3.Timeout(connect=2.0, read=read_timeout_s))
     except urllib3.exceptions.HTTPError as err:
         raise _Again(f"connection failed: {err}") from err
     try:
@@ -126,7 +128,7 @@ def _fetch(endpoint: Endpoint, bucket: str, key: str, retry: RetryPolicy, byte_r
         if bucket_gate is not None:
             bucket_gate.take()
         try:
-            _attempt(endpoint, url, progress)
+            _attempt(endpoint, url, progress, retry.read_timeout_s)
         except _Again as failure:
             why = str(failure)
             if bucket_gate is not None and failure.slowdown:

@@ -8,10 +8,10 @@ from solutions.ex15_exactly_once import *  # noqa: F403
 
 
 @functools.lru_cache(maxsize=8)
-def _client(endpoint):
+def client(endpoint, read_timeout_s):
     return endpoint.client(retries={"mode": "standard"},  # planted: the SDK retries a 503 itself
-                           connect_timeout=_honest.CONNECT_TIMEOUT_S, read_timeout=_honest.READ_TIMEOUT_S,
+                           connect_timeout=_honest.CONNECT_TIMEOUT_S, read_timeout=read_timeout_s,
                            max_pool_connections=_honest.POOL_CONNECTIONS)
 
 
-_honest._client = _client
+_honest.client = client
