@@ -51,7 +51,7 @@ class RemoteSample(NamedTuple):
     label: int
 
 
-# ==== read_object, read_objects (engineer A) =========================================================================
+# ==== read_object, read_objects ===================================================================================
 
 CONNECT_TIMEOUT_S = 2.0     # loopback: a refused connection fails at once, a server that does not answer in this
 POOL_CONNECTIONS = 64       # one client serves every thread of a process (read_objects, RemoteEpochs' readers)
@@ -236,7 +236,7 @@ def read_objects(endpoint: Endpoint, bucket: str, keys: Sequence[str], max_in_fl
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-# ==== RemoteEpochs (engineer B) ======================================================================================
+# ==== RemoteEpochs ================================================================================================
 # One rank's epoch, planned from (seed, epoch) alone, read as ranged pieces of shards by num_workers threads:
 # - the epoch's sequence: the index's shards in an order drawn from Random("seed:epoch"), each shard's samples in
 #   written order (a rank then reads runs of neighbours: few requests, no bytes between samples but tar headers);

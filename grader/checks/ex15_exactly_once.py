@@ -36,7 +36,7 @@ from loaderlab.storage.server import Endpoint
 # What these checks and the exercise import: a waiting grading process imports them once (grader.preload).
 PRELOAD = ("boto3",)
 
-# ==== steps 1-2 and step 5's store errors (engineer A) ===============================================================
+# ==== steps 1-2 and step 5's store errors =========================================================================
 # Each check runs on a profile of its own with no latency unless it needs one, so that it is exact and cheap: the
 # faults are the proxy's (replayable), and the proxy's timeline, never the learner's report, is what is judged.
 
@@ -576,7 +576,7 @@ def store_errors_name_what_and_where(ex: ModuleType) -> None:
                     "answer, later).")
 
 
-# ==== steps 3-4 and step 5's states (engineer B) =====================================================================
+# ==== steps 3-4 and step 5's states ===============================================================================
 # The checks of steps 3-4 read scratch indexes: index documents of the split's own format that list some samples of
 # its shards (a prefix of each, or runs of neighbours), uploaded under a key of their own in the run's bucket and
 # removed after. The shards are the bucket's; only the index is the check's. Sizes below are in samples.
