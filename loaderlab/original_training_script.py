@@ -42,10 +42,10 @@ The goals (what a run reaches when it is right; `make grade` measures each on it
   the data folder is linked (step 4); a file that does not decode stops the run with an error that names it
   (step 1); every val image comes within 6 levels on average (14 at worst) of the reference: `loaderlab.images`'
   decode, resized to a short side of RESIZE with Pillow's bilinear filter, then the centre crop (either rounding of
-  the long side and of the offset), for every kind of file the dataset mixes (`data_gen.encodings`: progressive,
-  4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name; the reference
-  reads a file by its content, keeps it as stored with no EXIF rotation, grayscale as three equal channels, CMYK as
-  Pillow converts it) (step 7).
+  the long side and of the offset) (step 7). Every kind of file the dataset mixes (`data_gen.encodings`: progressive,
+  4:2:2 and 4:4:4, grayscale, Adobe CMYK and YCCK, EXIF-tagged camera files, a PNG under a .jpg name) gives the
+  reference's pixels (`loaderlab.images`: read by its content, kept as stored with no EXIF rotation, grayscale as
+  three equal channels, CMYK as Pillow converts it).
 - Randomness where it belongs, and only there. Training draws afresh whenever it reads again, in each epoch and in
   each loading process, and the same `seed` gives the same run, another seed another (steps 5, 6). Evaluation draws
   nothing: one model evaluated twice gets one accuracy (step 7).
