@@ -85,8 +85,10 @@ def s3_server(request: pytest.FixtureRequest) -> Iterator[None]:
     given = Endpoint.from_env() is not None or state_server_answers(read_state())
     if not given:
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"\n{NO_SERVER_NOTE}")
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():  # shown as it starts: it says why the first check waits
+                reporter.write_line(f"\n{NO_SERVER_NOTE}")
     with shared_server() if given else running_server() as endpoint:
         before = {name: os.environ.get(name) for name in endpoint.env()}
         os.environ.update(endpoint.env())
