@@ -79,7 +79,7 @@ wheelhouse:  ## make wheelhouse [WHEELS=dir]: every pinned wheel for this platfo
 hint: $(INSTALLED)  ## make hint EX=ex02 [LEVEL=2] [CHECK=a_check_the_grade_named]
 	$(PY) -m grader.hints $(EX) "$(LEVEL)" $(CHECK)
 
-storage: $(INSTALLED)  ## module 10's S3 server (SeaweedFS, on 127.0.0.1 only) kept running for notebook sessions: prints where it answers
+storage: $(INSTALLED)  ## module 10's S3 server (SeaweedFS, on 127.0.0.1 only) kept running for notebooks and grades: prints where it answers; its data stays in data/storage/
 	$(PY) -m loaderlab.storage.server start
 
 storage-stop: $(INSTALLED)  ## stop the S3 server `make storage` started
@@ -121,7 +121,7 @@ test-pythons:  ## make test-pythons [PYTHONS="3.12 3.13"]: install into .venv-py
 test-python: $(INSTALLED) data-ci
 	$(RUN_PHASES) --phases python --label $(VENV) --installed $(INSTALLED) --record $(PYTHONS_RECORD) --append
 
-clean:  ## generated data, grades and caches (keeps .venv); stops `make storage`'s server first
+clean:  ## generated data (the S3 server's data folders in data/storage/ too), grades and caches (keeps .venv); stops `make storage`'s server first
 	if [ -x $(PY) ]; then $(PY) -m loaderlab.storage.server stop; fi
 	rm -rf data .grader .pytest_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -19,6 +19,10 @@ from loaderlab.paths import REPO_ROOT
 RESULTS = pytest.StashKey[list]()
 RECORDED = pytest.StashKey[set]()   # the node ids whose check has a result (a skip before `grade` runs has none)
 DEFAULT_TIMEOUT_S = 120.0
+NO_SERVER_NOTE = ("No S3 server is running: this grade starts one of its own for module 10's checks and stops it at "
+                  "the end (the dataset stays uploaded in data/storage/ for the next start). `make storage` keeps one "
+                  "running between grades and notebooks, so that a grade need not start one; `make storage-stop` "
+                  "stops it.")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -70,15 +74,22 @@ def _record(item: pytest.Item, result: CheckResult) -> None:
 
 
 @pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def s3_server(request: pytest.FixtureRequest) -> Iterator[None]:
     """Module 10's S3 server for this session, announced to every grading process it starts (LOADERLAB_S3_* in this
     process's environment, which grader.runner hands on): each check's `shared_server()` then reuses it. The server
-    the run was given (announced, or `make storage`'s), else one of this session's own in a folder of its own (the
-    workers of a pytest-xdist run each start one: two cannot share a data folder)."""
+    the run was given (announced, or `make storage`'s), else one of this session's own, on the first persistent data
+    folder no other server uses (the dataset uploaded there by an earlier start is used again), stopped at the end;
+    the session then says once how to keep one running."""
     from loaderlab.storage.server import Endpoint, read_state, running_server, shared_server, state_server_answers
 
     given = Endpoint.from_env() is not None or state_server_answers(read_state())
-    with shared_server() if given else running_server(tmp_path_factory.mktemp("s3-server")) as endpoint:
+    if not given:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():  # shown as it starts: it says why the first check waits
+                reporter.write_line(f"\n{NO_SERVER_NOTE}")
+    with shared_server() if given else running_server() as endpoint:
         before = {name: os.environ.get(name) for name in endpoint.env()}
         os.environ.update(endpoint.env())
         try:

@@ -9,14 +9,12 @@ was graded and passed.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 from grader import catalog
 from grader.hints import hint_for_check, next_hint_command, next_steps
 from loaderlab.machine import facts
-from loaderlab.paths import GRADER_DIR, REPO_ROOT
+from loaderlab.paths import GRADER_DIR, REPO_ROOT, exclusive_lock
 
 # A check's status.
 PASS, FAIL, ERROR, NOT_STARTED, TIMEOUT, NOT_TIMED = "pass", "fail", "error", "not started", "timeout", "not timed"
@@ -334,22 +332,6 @@ def course_commit() -> str | None:
     return lines[1] if len(lines) == 2 and Path(lines[0]).resolve() == REPO_ROOT.resolve() else None
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock beside `path` (where the OS offers one), so that two runs merge in turn."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: runs rarely overlap there; the atomic replace still keeps the file whole
-        yield
-        return
-    with open(path.with_name(path.name + ".lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def read_results(path: Path) -> dict[str, Any]:
     """A results file's content, in this format; {} when it is missing, unreadable or of no format read here."""
     try:
@@ -424,7 +406,7 @@ def write_json(results: list[CheckResult], target: str, path: Path, start_method
     machine = facts()
     for result in results:
         result.when = result.when or now
-    with _locked(path):
+    with exclusive_lock(path.with_name(path.name + ".lock")):
         payload = read_results(path) or {"format": RESULTS_FORMAT, "exercises": {}}
         saved = payload.get("exercises") if isinstance(payload.get("exercises"), dict) else {}
         for name, graded in _grouped(results, lambda r: r.exercise).items():
@@ -447,7 +429,7 @@ def _replace(path: Path, payload: dict[str, Any]) -> None:
 
 def forget(path: Path, exercises: list[str]) -> list[str]:
     """Remove these exercises' saved results from `path` (make reset); returns those that were there."""
-    with _locked(path):
+    with exclusive_lock(path.with_name(path.name + ".lock")):
         payload = read_results(path)
         saved = payload.get("exercises", {})
         gone = [name for name in exercises if name in saved]

@@ -260,7 +260,8 @@ def naive_objects(setup: RemoteSetup) -> Iterable[Any]:
 def webdataset_http(setup: RemoteSetup) -> Iterable[Any]:
     """The `webdataset` library over the shards' HTTP URLs (presigned by boto3 for the proxy's address; webdataset
     opens an http URL with curl), decode("pil"), torchvision's Resize + CenterCrop + PILToTensor, batched, in a
-    WebLoader with a worker per core (each worker its share of the shards)."""
+    WebLoader with SHARDS_IN_FLIGHT workers (each worker its share of the shards, one shard at a time: the course's
+    shard entries' requests in flight; a worker per core would keep only that many shards in flight)."""
     import webdataset as wds
 
     signer = setup.endpoint().client()
@@ -270,7 +271,7 @@ def webdataset_http(setup: RemoteSetup) -> Iterable[Any]:
     dataset = (wds.WebDataset(urls, shardshuffle=False).select(lambda sample: sample["__key__"] in wanted)
                .decode("pil").to_tuple("jpg;jpeg;png", "cls", "__key__")
                .map_tuple(_tutorial_transform(), int, str).batched(setup.batch_size, partial=True))
-    return wds.WebLoader(dataset, batch_size=None, num_workers=min(usable_cores(), len(urls)))
+    return wds.WebLoader(dataset, batch_size=None, num_workers=min(SHARDS_IN_FLIGHT, len(urls)))
 
 
 def obstore_objects(setup: RemoteSetup) -> Iterable[Any]:
@@ -324,7 +325,8 @@ class _S3TarSamples:
 def s3torchconnector_shards(setup: RemoteSetup) -> Iterable[Any]:
     """AWS's s3torchconnector: `S3IterableDataset.from_objects` over the shard URIs (its CRT client, path-style, the
     proxy as endpoint, enable_sharding so each worker reads its own shards), each shard's tar read in the worker,
-    the course's crop; a DataLoader with a worker per core (webdataset#473's workaround for broken pipes)."""
+    the course's crop; a DataLoader with SHARDS_IN_FLIGHT workers, each reading one shard at a time (the course's
+    shard entries' requests in flight)."""
     from s3torchconnector import S3ClientConfig, S3IterableDataset
     from torch.utils.data import DataLoader, IterableDataset
 
@@ -333,7 +335,8 @@ def s3torchconnector_shards(setup: RemoteSetup) -> Iterable[Any]:
                                             region=setup.region, endpoint=setup.url, enable_sharding=True,
                                             s3client_config=S3ClientConfig(force_path_style=True))
     dataset = type("S3TarSamples", (_S3TarSamples, IterableDataset), {})(shards, setup.keys())
-    return DataLoader(dataset, batch_size=setup.batch_size, num_workers=min(usable_cores(), len(setup.shard_keys)))
+    return DataLoader(dataset, batch_size=setup.batch_size,
+                      num_workers=min(SHARDS_IN_FLIGHT, len(setup.shard_keys)))
 
 
 # ---- the roster ---------------------------------------------------------------------------------------------------
@@ -354,13 +357,15 @@ REMOTE_ENTRIES = [
           "league.remote:ex14_objects_solution", requires=("solutions",), install=SOLUTIONS_NOTE),
     Entry("ex15", "ex15 solution: RemoteEpochs (1 rank, 8 reader threads), crop on threads",
           "league.remote:ex15_solution", requires=("solutions",), install=SOLUTIONS_NOTE),
-    Entry("naive-objects", "naive DataLoader: a boto3 GET per sample in __getitem__, a worker per core",
+    Entry("naive-objects", "naive DataLoader: a boto3 GET per sample in __getitem__, a worker per core (its default "
+          "setting: as written, not tuned)",
           "league.remote:naive_objects", requires=("torch", "torchvision", "boto3")),
-    Entry("webdataset-http", "webdataset over presigned shard URLs (curl), a worker per core",
+    Entry("webdataset-http", f"webdataset over presigned shard URLs (curl), {SHARDS_IN_FLIGHT} WebLoader workers",
           "league.remote:webdataset_http", requires=("webdataset", "torchvision")),
     Entry("obstore", "obstore get_async of objects (32 in flight), crop on threads", "league.remote:obstore_objects",
           requires=("obstore",)),
-    Entry("s3torchconnector", "s3torchconnector S3IterableDataset over the shards, a worker per core",
+    Entry("s3torchconnector", f"s3torchconnector S3IterableDataset over the shards, {SHARDS_IN_FLIGHT} DataLoader "
+          "workers",
           "league.remote:s3torchconnector_shards", requires=("s3torchconnector", "torch"),
           install=f"{PEERS_COMMAND} (pip install {S3TORCH_PIN}; Linux wheels only)"),
     Entry("s3fs", "s3fs (fsspec)", "", requires=("s3fs",), install=f"not installable here: {S3FS_ABSENT}"),
@@ -370,6 +375,14 @@ REMOTE_ENTRIES = [
           learner=True, requires=()),
     Entry("yours-ex15", "your ex15's RemoteEpochs", "league.remote:ex15_yours", learner=True, requires=()),
 ]
+# What each entry keeps in flight (GETs at once through the proxy, at most): every remote entry that reads shards keeps
+# SHARDS_IN_FLIGHT of them, every one that reads objects OBJECTS_IN_FLIGHT, except the naive DataLoader (a worker per
+# core, as the tutorials write it). The table prints it beside each row.
+IN_FLIGHT = {"ex14-shards-ex01": f"{SHARDS_IN_FLIGHT} shards", "ex14-shards": f"{SHARDS_IN_FLIGHT} shards",
+             "ex14-objects": f"{OBJECTS_IN_FLIGHT} objects", "ex15": f"{SHARDS_IN_FLIGHT} ranges",
+             "naive-objects": f"{usable_cores()} objects", "webdataset-http": f"{SHARDS_IN_FLIGHT} shards",
+             "obstore": f"{OBJECTS_IN_FLIGHT} objects", "s3torchconnector": f"{SHARDS_IN_FLIGHT} shards",
+             "yours-ex14": f"{SHARDS_IN_FLIGHT} shards", "yours-ex15": f"{SHARDS_IN_FLIGHT} ranges"}
 # The same crop on the same images read from the local disk: what the course's remote loaders would reach with a
 # network that costs nothing (their decode is this crop), beside the decode ceiling that the crop itself stays under.
 LOCAL_CROP = Entry("local-crop", "local reference: the same crop (ex04's draft crop), a batch on threads, local files",
@@ -435,6 +448,7 @@ class RemoteRow(Row):
 
     requests_per_image: list[float] = field(default_factory=list)
     bytes_per_image: list[float] = field(default_factory=list)
+    in_flight: str = ""   # IN_FLIGHT's entry: the GETs it keeps at once
 
 
 def league_index(index: dict[str, Any], images: int | None) -> dict[str, Any]:
@@ -456,7 +470,7 @@ def run_remote_league(profile: str, rounds: int, images: int | None, names: list
 
     entries = [REMOTE_BY_NAME[n] for n in names]
     rows = {e.name: RemoteRow(e.name, e.title, "ceiling" if e is CEILING else "reference" if e in LOCAL_REFERENCES
-                              else "ranked", yours=e.learner) for e in entries}
+                              else "ranked", yours=e.learner, in_flight=IN_FLIGHT.get(e.name, "")) for e in entries}
     network_profile = PROFILES[NETWORK_PROFILE]
     with shared_server() as endpoint:
         dataset = upload_dataset(endpoint, profile)
@@ -526,20 +540,21 @@ def table(league: dict[str, Any]) -> str:
              f"'{profile['name']}': {profile['latency_s'] * 1e3:.0f} ms, {profile['connection_bytes_per_s'] / 1e6:.0f} "
              f"MB/s a connection, {profile['total_bytes_per_s'] / 1e6:.0f} MB/s in all, "
              f"{profile['prefix_gets_per_s']:.0f} GET/s a prefix; {league['mean_bytes_per_image'] / 1e3:.1f} kB an image",
-             f"{'entry':<17} {'img/s':>7} {'spread':>10} {'of net':>7} {'of dec':>7} {'req/img':>8} {'kB/img':>7}  note"]
+             f"{'entry':<17} {'img/s':>7} {'spread':>10} {'of net':>7} {'of dec':>7} {'req/img':>8} {'kB/img':>7} "
+             f"{'in flight':>11}  note"]
     rows = league["rows"]
     ranked = sorted((r for r in rows if r["status"] in ("ranked", "reference", "ceiling") and r["median"]),
                     key=lambda r: (r["status"] != "ranked", -r["median"]))
 
     def figures(r: dict[str, Any]) -> str:
         if not r["median"]:
-            return f"{'-':>7} {'-':>10} {'-':>7} {'-':>7} {'-':>8} {'-':>7}"
+            return f"{'-':>7} {'-':>10} {'-':>7} {'-':>7} {'-':>8} {'-':>7} {'-':>11}"
         shares = " ".join(f"{r['median'] / c:>7.0%}" if c else f"{'-':>7}" for c in (net, decode))
         counts = (f"{statistics.median(r['requests_per_image']):>8.3f} "
                   f"{statistics.median(r['bytes_per_image']) / 1e3:>7.1f}" if r["requests_per_image"] and
                   r["status"] == "ranked" else f"{'-':>8} {'-':>7}")
         spread = f"{min(r['images_per_s']):.0f}-{max(r['images_per_s']):.0f}"
-        return f"{r['median']:>7.0f} {spread:>10} {shares} {counts}"
+        return f"{r['median']:>7.0f} {spread:>10} {shares} {counts} {r.get('in_flight') or '-':>11}"
 
     for r in ranked:
         lines.append(f"{r['name']:<17} {figures(r)}  {r['title']}" + (f" ({r['note']})" if r["note"] else ""))

@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GRADER_DIR = REPO_ROOT / ".grader"
 STORAGE_DIR = REPO_ROOT / "data" / "storage"  # module 10: the S3 server's files (loaderlab.storage)
 DEFAULT_PROFILE = "workshop"
+
+
+LOCK_POLL_S = 0.05
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_file: Path, timeout_s: float = 60.0) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_file` (created if absent) where the OS offers one, so that two processes take
+    their turn; TimeoutError if another holds it for `timeout_s`. OSError where the file cannot be created."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: runs rarely overlap there
+        yield
+        return
+    with open(lock_file, "a") as handle:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{lock_file} stayed locked by another process for {timeout_s:g} s") from None
+                time.sleep(LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class DatasetMissing(FileNotFoundError):

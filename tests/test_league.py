@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -17,6 +18,7 @@ from league import entries
 from league import table as league
 from data_gen.encodings import ENCODINGS
 from loaderlab.images import file_kind, linked_split, reference_crop
+from loaderlab.machine import usable_cores
 from loaderlab.tar_shards import sample_key
 from loaderlab.paths import REPO_ROOT
 
@@ -218,6 +220,34 @@ def test_the_command_line_refuses_an_entry_of_the_other_source(capsys: pytest.Ca
         main(["--source", "ftp"])
     with pytest.raises(SystemExit):
         main(["--source", "s3", "--images", "0"])
+
+
+def test_the_peers_that_read_shards_keep_as_many_in_flight_as_the_courses_shard_readers(tmp_path: Path) -> None:
+    """webdataset and s3torchconnector read a shard at a time per DataLoader worker: they get SHARDS_IN_FLIGHT
+    workers (not a worker per core), so every shard reader keeps the same GETs in flight, as the table's column
+    says; the naive DataLoader alone keeps a worker per core."""
+    from league import remote
+
+    setup = remote.RemoteSetup("http://127.0.0.1:9", "AK", "SK", "us-east-1", "bucket", "league/train-320.json", (),
+                               tuple(f"shards/train/shard-{i:05d}.tar" for i in range(20)), str(tmp_path))
+    (loader,) = remote.webdataset_http(setup).pipeline
+    assert loader.num_workers == remote.SHARDS_IN_FLIGHT
+    if importlib.util.find_spec("s3torchconnector") is not None:
+        assert remote.s3torchconnector_shards(setup).num_workers == remote.SHARDS_IN_FLIGHT
+    assert remote.naive_objects(setup).num_workers == usable_cores()
+    for name in ("ex14-shards", "ex14-shards-ex01", "webdataset-http", "s3torchconnector"):
+        assert remote.IN_FLIGHT[name] == f"{remote.SHARDS_IN_FLIGHT} shards"
+    assert remote.IN_FLIGHT["naive-objects"] == f"{usable_cores()} objects"
+    assert set(remote.IN_FLIGHT) == {e.name for e in remote.REMOTE_ENTRIES if e.build}
+    league = {"network_ceiling": 1000.0, "decode_ceiling": 500.0, "profile": "ci", "split": "train", "images": 16,
+              "rounds": 1, "cores": 2, "date": "2026-12-07", "mean_bytes_per_image": 150e3,
+              "network_profile": {"name": "region", "latency_s": 0.05, "connection_bytes_per_s": 50e6,
+                                  "total_bytes_per_s": 200e6, "prefix_gets_per_s": 150},
+              "rows": [{"name": "webdataset-http", "title": "t", "status": "ranked", "note": "", "median": 300.0,
+                        "images_per_s": [300.0], "requests_per_image": [0.0625], "bytes_per_image": [160e3],
+                        "in_flight": "8 shards"}]}
+    header, row = remote.table(league).splitlines()[1:3]
+    assert "in flight" in header and "8 shards" in row
 
 
 def test_every_remote_peer_says_how_to_add_it_or_why_it_cannot_be() -> None:

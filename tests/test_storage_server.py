@@ -7,6 +7,7 @@ their own beside it, which also shows that two run at once.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -253,6 +254,53 @@ def test_an_upload_happens_once_per_dataset(endpoint: Endpoint, remote: bucket.R
     keys = {entry["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=remote.bucket)
             for entry in page.get("Contents", [])}
     assert "images-0/train/stale.jpg" not in keys and len(keys) == remote.uploaded_objects
+
+
+def test_a_second_start_finds_the_dataset_uploaded_and_a_changed_or_partial_one_is_uploaded_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's data outlives it: a second start on the same folder (new keys, the old ones refused) uses the
+    upload of the first; a dataset made again with another seed, or an upload that lost its last shard or never
+    wrote its marker, is uploaded again, never used as it is."""
+    data, copy = tmp_path / "server", tmp_path / "ci"
+    shutil.copytree(dataset_dir("ci"), copy)
+    monkeypatch.setattr(bucket, "dataset_dir", lambda profile: copy)
+    with running_server(data) as first:
+        uploaded = bucket.upload_dataset(first, "ci")
+    assert uploaded.uploaded_objects == 250 + 17 + 2 + 1
+    with running_server(data) as second:
+        assert (second.access_key, second.secret_key) != (first.access_key, first.secret_key)
+        with pytest.raises(ClientError, match="InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied"):
+            Endpoint(second.url, first.access_key, first.secret_key).client().list_buckets()
+        again = bucket.upload_dataset(second, "ci")
+        assert again.uploaded_objects == 0 and again.splits == uploaded.splits
+        s3 = second.client()
+        marker = json.loads(s3.get_object(Bucket=again.bucket, Key=bucket.MARKER_KEY)["Body"].read())
+        assert (marker["profile"], marker["seed"], marker["objects"]) == ("ci", 0, uploaded.uploaded_objects)
+
+        described = json.loads((copy / "dataset.json").read_text())
+        described["parameters"]["seed"] = 1  # as `python -m data_gen --seed 1` would record it
+        (copy / "dataset.json").write_text(json.dumps(described))
+        changed = bucket.upload_dataset(second, "ci")
+        assert changed.uploaded_objects == uploaded.uploaded_objects
+        marker = json.loads(s3.get_object(Bucket=again.bucket, Key=bucket.MARKER_KEY)["Body"].read())
+        assert marker["seed"] == 1
+
+        s3.delete_object(Bucket=again.bucket, Key=again.splits["val"].shard_keys[-1])
+        assert bucket.upload_dataset(second, "ci").uploaded_objects == uploaded.uploaded_objects
+        s3.delete_object(Bucket=again.bucket, Key=bucket.MARKER_KEY)
+        assert bucket.upload_dataset(second, "ci").uploaded_objects == uploaded.uploaded_objects
+
+
+def test_without_a_folder_a_server_takes_the_first_persistent_one_free(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "STORAGE_DIR", tmp_path)
+    with running_server() as first:
+        assert len(weed_processes(tmp_path / "seaweedfs")) == 1
+        with running_server() as second:
+            assert len(weed_processes(tmp_path / "seaweedfs-2")) == 1 and second.url != first.url
+    with running_server():
+        assert len(weed_processes(tmp_path / "seaweedfs")) == 1
+    assert not weed_processes(tmp_path / "seaweedfs") and not weed_processes(tmp_path / "seaweedfs-2")
 
 
 def test_a_killed_owner_leaves_no_server_running(tmp_path: Path) -> None:

@@ -6,9 +6,12 @@ Bucket `loaderlab-<profile>` holds, for the splits train and val:
 - `shards/<split>/shard-00000.tar ...`: `loaderlab.tar_shards`'s layout (a `.jpg` and a `.cls` member per sample);
 - `shards/<split>/index.json`: every sample's key, label, object key, shard key, and the offset and size of its
   image bytes inside the shard, so a reader needs no LIST and can fetch one sample with a ranged GET;
-- `loaderlab-dataset.json`, written last: the fingerprint of the local dataset and of this layout. `upload_dataset`
-  uploads again only when it differs (a changed dataset, a new layout, or an upload that stopped half way), after
-  emptying the bucket so that no stale object survives.
+- `loaderlab-dataset.json`, written last: the dataset's identity (profile, seed, data_gen's generator version, the
+  fingerprint of every uploaded file and of this layout, how many objects). `upload_dataset` uses the bucket as it
+  is only when that marker matches the local dataset, both indexes are there and each split's last shard has the
+  size its index records; otherwise (a changed dataset, a new layout, an upload that stopped half way: no marker)
+  it empties the bucket, so that no stale object survives, and uploads again.
+The server keeps its data between starts (`loaderlab.storage.server`), so this upload is paid once per machine.
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ SAMPLES_PER_SHARD = 16
 # Upload time with 8 threads, `ci` (250 images, 38.6 MB, as objects and as 17 shards), boto3 1.44, to a fresh local
 # `weed mini`: 1.67 s (median of 3: 1.08-1.89 s), and 0.02 s for a call that finds the bucket up to date; the
 # server's RSS grew from 135 to 281-333 MiB (under the CPU lock, on the 2-core 24 GiB development machine without a
-# GPU, 2026-11-28). `workshop` (9,000 + 1,000 images) was not on that machine: not measured.
+# GPU, 2026-11-28). `workshop` (9,000 + 1,000 images: 10,629 objects, 2.3 GB in the server's folder): 66.7 s, and
+# 0.12 s for a call that finds it up to date; the server's RSS peaked at 632 MiB (one run under the CPU lock on a
+# 2-core machine of the same kind, others' work beside it at a load average of about 7, 2026-12-07).
 UPLOAD_THREADS = 8
 MARKER_KEY = "loaderlab-dataset.json"
 DELETE_BATCH = 1000  # DeleteObjects' limit per request
@@ -157,6 +162,29 @@ def _read_json(client: Any, bucket: str, key: str) -> Any | None:
         return None
 
 
+def _object_size(client: Any, bucket: str, key: str) -> int | None:
+    from botocore.exceptions import ClientError
+
+    try:
+        return client.head_object(Bucket=bucket, Key=key)["ContentLength"]
+    except ClientError:
+        return None
+
+
+def _reusable(client: Any, bucket: str, fingerprint: str) -> dict[str, Any] | None:
+    """Each split's index, where the bucket holds this dataset whole (the module's docstring says what is checked);
+    None where it must be uploaded again."""
+    marker = _read_json(client, bucket, MARKER_KEY)
+    if marker is None or marker.get("fingerprint") != fingerprint:
+        return None
+    indexes = {split: _read_json(client, bucket, index_key(split)) for split in SPLITS}
+    for index in indexes.values():
+        if not index or not index["shards"] or _object_size(client, bucket, index["shards"][-1]["key"]) != \
+                index["shards"][-1]["bytes"]:
+            return None
+    return indexes
+
+
 def _ensure_bucket(client: Any, bucket: str) -> None:
     existing = {entry["Name"] for entry in client.list_buckets().get("Buckets", [])}
     if bucket not in existing:
@@ -190,12 +218,10 @@ def upload_dataset(endpoint: Endpoint, profile: str) -> RemoteDataset:
     client = endpoint.client(max_pool_connections=UPLOAD_THREADS)
     try:
         _ensure_bucket(client, bucket)
-        marker = _read_json(client, bucket, MARKER_KEY)
-        if marker is not None and marker.get("fingerprint") == fingerprint:
-            indexes = {split: _read_json(client, bucket, index_key(split)) for split in SPLITS}
-            if all(indexes.values()):
-                return RemoteDataset(profile, bucket, {split: remote_split(split, index)
-                                                       for split, index in indexes.items()})
+        indexes = _reusable(client, bucket, fingerprint)
+        if indexes is not None:
+            return RemoteDataset(profile, bucket, {split: remote_split(split, index)
+                                                   for split, index in indexes.items()})
         _empty_bucket(client, bucket)
         splits, uploaded = {}, 0
         with tempfile.TemporaryDirectory(prefix="loaderlab-shards-") as scratch:
@@ -206,9 +232,11 @@ def upload_dataset(endpoint: Endpoint, profile: str) -> RemoteDataset:
                                   ContentType="application/json")
                 splits[split] = remote_split(split, index)
                 uploaded += 1
+        described = json.loads((root / "dataset.json").read_text(encoding="utf-8")).get("parameters", {})
         client.put_object(Bucket=bucket, Key=MARKER_KEY, ContentType="application/json", Body=json.dumps(
-            {"fingerprint": fingerprint, "profile": profile, "layout_version": LAYOUT_VERSION,
-             "uploaded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}).encode())
+            {"fingerprint": fingerprint, "profile": profile, "seed": described.get("seed"),
+             "generator_version": described.get("generator_version"), "layout_version": LAYOUT_VERSION,
+             "objects": uploaded + 1, "uploaded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}).encode())
         return RemoteDataset(profile, bucket, splits, uploaded + 1)
     finally:
         client.close()

@@ -6,6 +6,11 @@ through a guardian process, even when this process is killed: see GUARDIAN).
 `shared_server()` reuses the server a run announces (LOADERLAB_S3_* variables, or `make storage`'s state file)
 before starting its own. A failure to start raises `StorageServerError` within seconds, saying why.
 
+The data outlives the server: unless given a folder, a server keeps it in data/storage/seaweedfs (or, while another
+server uses that one, seaweedfs-2, -3, ...: two cannot share a folder), whoever starts it (`make storage`, a grade, a
+notebook), so the next start finds the dataset uploaded (`loaderlab.storage.bucket` checks what the bucket holds
+before using it). `make clean` removes these folders.
+
 The command line behind `make storage` and `make storage-stop`:
     python -m loaderlab.storage.server start [--data-dir DIR] | stop | status
 
@@ -51,10 +56,12 @@ from typing import Any
 
 import psutil
 
-from loaderlab.paths import GRADER_DIR, REPO_ROOT, STORAGE_DIR
+from loaderlab.paths import GRADER_DIR, REPO_ROOT, STORAGE_DIR, exclusive_lock
 
 HOST = "127.0.0.1"
-DEFAULT_DATA_DIR = STORAGE_DIR / "seaweedfs"
+DEFAULT_DATA_DIR = STORAGE_DIR / "seaweedfs"  # the first of the persistent folders (persistent_data_dir)
+DATA_DIR_SLOTS = 8  # seaweedfs, seaweedfs-2 ... seaweedfs-8: as many servers at once on one checkout's data
+START_LOCK_NAME = ".start.lock"  # beside the data folders: one start at a time chooses a folder and claims it
 STATE_FILE = GRADER_DIR / "storage.json"
 LOG_NAME = "server.log"
 ENV_PREFIX = "LOADERLAB_S3_"
@@ -255,6 +262,35 @@ def server_environment(endpoint: Endpoint) -> dict[str, str]:
     return env
 
 
+def persistent_data_dir() -> Path:
+    """The first of the persistent data folders (STORAGE_DIR/seaweedfs, then `-2`, `-3`, ...) no running server
+    uses; call it under `_start_lock(STORAGE_DIR, ...)` so that two starts cannot choose the same one."""
+    first = STORAGE_DIR / DEFAULT_DATA_DIR.name
+    for slot in range(1, DATA_DIR_SLOTS + 1):
+        candidate = (first if slot == 1 else first.with_name(f"{first.name}-{slot}")).resolve()
+        if _server_using(candidate) is None:
+            return candidate
+    raise StorageServerError(f"{DATA_DIR_SLOTS} S3 servers already run on the data folders {first}*: stop one "
+                             "(`make storage-stop` stops `make storage`'s) or give a folder of its own (data_dir=...)")
+
+
+@contextmanager
+def _start_lock(folder: Path, data_dir: Path | None, timeout_s: float) -> Iterator[None]:
+    """One start at a time among the data folders of `folder`: held from choosing a folder until its server answers
+    (a server starting is not yet a weed process with that folder on its command line)."""
+    with ExitStack() as stack:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(exclusive_lock(folder / START_LOCK_NAME, timeout_s))
+        except TimeoutError as err:
+            raise StorageServerError(f"another S3 server was still starting after {timeout_s:g} s ({err}); try "
+                                     "again") from err
+        except OSError as err:
+            raise StorageServerError(f"the server's data folder {data_dir or folder} is not writable ({err}); choose "
+                                     "another folder (data_dir=...) or fix its permissions") from err
+        yield
+
+
 def _prepare_data_dir(data_dir: Path) -> None:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -320,29 +356,33 @@ class StartedServer:
 def start_server(data_dir: Path | None = None, timeout_s: float = 20.0, *, s3_port: int | None = None,
                  detached: bool = False) -> StartedServer:
     """Start `weed mini` and return once a signed request answers; stop it and raise StorageServerError if it
-    exits, or does not answer within `timeout_s`. `detached`: in a session of its own, to outlive this process."""
+    exits, or does not answer within `timeout_s`. Its data in `data_dir`, else in the first persistent folder no
+    other server uses (`persistent_data_dir`). `detached`: in a session of its own, to outlive this process."""
     binary = weed_binary()
-    data_dir = Path(data_dir if data_dir is not None else DEFAULT_DATA_DIR).resolve()
-    _prepare_data_dir(data_dir)
-    ports = choose_ports(s3_port)
-    endpoint = Endpoint(f"http://{HOST}:{ports['s3']}", "LL" + secrets.token_hex(9).upper(), secrets.token_hex(20))
-    command = server_command(binary, data_dir, ports)
-    options: dict[str, Any] = {"stdin": subprocess.PIPE}
-    if detached:
-        options = ({"creationflags": subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP}
-                   if sys.platform == "win32" else {"start_new_session": True})
-        options["stdin"] = subprocess.DEVNULL
-    else:
-        command = [sys.executable, "-c", GUARDIAN, str(STOP_TIMEOUT_S), json.dumps(leftover_sockets(ports)), *command]
-    with open(data_dir / LOG_NAME, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=server_environment(endpoint),
-                                   cwd=data_dir, **options)
-    server = StartedServer(process, endpoint, ports, data_dir)
-    try:
-        _wait_until_answering(server, timeout_s)
-    except BaseException:
-        stop_server(server.process.pid, ports)
-        raise
+    folder = Path(data_dir).resolve().parent if data_dir is not None else STORAGE_DIR
+    with _start_lock(folder, data_dir, timeout_s + STOP_TIMEOUT_S):
+        data_dir = Path(data_dir).resolve() if data_dir is not None else persistent_data_dir()
+        _prepare_data_dir(data_dir)
+        ports = choose_ports(s3_port)
+        endpoint = Endpoint(f"http://{HOST}:{ports['s3']}", "LL" + secrets.token_hex(9).upper(), secrets.token_hex(20))
+        command = server_command(binary, data_dir, ports)
+        options: dict[str, Any] = {"stdin": subprocess.PIPE}
+        if detached:
+            options = ({"creationflags": subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP}
+                       if sys.platform == "win32" else {"start_new_session": True})
+            options["stdin"] = subprocess.DEVNULL
+        else:
+            command = [sys.executable, "-c", GUARDIAN, str(STOP_TIMEOUT_S), json.dumps(leftover_sockets(ports)),
+                       *command]
+        with open(data_dir / LOG_NAME, "wb") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                       env=server_environment(endpoint), cwd=data_dir, **options)
+        server = StartedServer(process, endpoint, ports, data_dir)
+        try:
+            _wait_until_answering(server, timeout_s)
+        except BaseException:
+            stop_server(server.process.pid, ports)
+            raise
     return server
 
 
@@ -404,8 +444,9 @@ def leftover_sockets(ports: Mapping[str, int]) -> list[str]:
 @contextmanager
 def running_server(data_dir: Path | None = None, timeout_s: float = 20.0, *,
                    s3_port: int | None = None) -> Iterator[Endpoint]:
-    """A SeaweedFS S3 server on 127.0.0.1 for the duration of the block: its data under `data_dir` (default
-    data/storage/seaweedfs), new keys, free ports (or `s3_port` for S3). Stopped on exit, even when the block raised."""
+    """A SeaweedFS S3 server on 127.0.0.1 for the duration of the block: its data under `data_dir` (default: the
+    first persistent folder free, data/storage/seaweedfs[-N], kept after it stops), new keys, free ports (or `s3_port`
+    for S3). Stopped on exit, even when the block raised."""
     server = start_server(data_dir, timeout_s, s3_port=s3_port)
     try:
         yield server.endpoint
@@ -456,7 +497,7 @@ def shared_server() -> Iterator[Endpoint]:
 
 # ---- the command line ---------------------------------------------------------------------------------------------
 
-def _cli_start(data_dir: Path, timeout_s: float) -> int:
+def _cli_start(data_dir: Path | None, timeout_s: float) -> int:
     state = read_state()
     if state_server_answers(state):
         print(f"The S3 server is already running at {state['endpoint']['url']} (pid {state['pid']}); "
@@ -507,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description="The course's S3 server (SeaweedFS on 127.0.0.1), kept running for "
                                                  "a notebook session.")
     parser.add_argument("command", choices=("start", "stop", "status"))
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="where the server keeps its data")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help=f"where the server keeps its data (default: {DEFAULT_DATA_DIR}, kept between starts)")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds to wait for it to answer")
     args = parser.parse_args(argv)
     try:
