@@ -27,9 +27,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from loaderlab.paths import REPO_ROOT
+from loaderlab.paths import REPO_ROOT, exclusive_lock
 
 COURSE_PACKAGES = ("grader", "loaderlab", "solutions", "data_gen")
+RECORD_LOCK = REPO_ROOT / ".grader" / "proofs.lock"   # taken by every process that writes a record
 
 
 def module_file(name: str) -> Path | None:
@@ -109,11 +110,16 @@ class ProofKind:
         return self.read().get(proof_key(folder)) == self.fingerprint(folder, exercise)
 
     def record(self, folder: Path, exercise: str) -> None:
-        """Under a recording run, write that `folder`'s proof passed on the code as it is now."""
+        """Under a recording run, write that `folder`'s proof passed on the code as it is now (several test processes
+        record at once: each takes its turn under a lock, and the file is replaced whole, never read half written)."""
         if not self.recording:
             return
-        record = self.read() | {proof_key(folder): self.fingerprint(folder, exercise)}
-        self.path.write_text(json.dumps(dict(sorted(record.items())), indent=1) + "\n")
+        RECORD_LOCK.parent.mkdir(exist_ok=True)
+        with exclusive_lock(RECORD_LOCK):
+            record = self.read() | {proof_key(folder): self.fingerprint(folder, exercise)}
+            written = self.path.with_suffix(".json.part")
+            written.write_text(json.dumps(dict(sorted(record.items())), indent=1) + "\n")
+            os.replace(written, self.path)
 
     def stale(self, folder: Path) -> str:
         """What a proof that differs from the record says: which folder, and how to record it."""
