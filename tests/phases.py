@@ -30,7 +30,7 @@ from loaderlab.paths import REPO_ROOT, STORAGE_DIR
 from loaderlab.storage.bucket import upload_dataset
 from loaderlab.storage.server import StorageServerError, running_server
 from loaderlab.tools.install import read_record
-from tests.proofs import CORRECTNESS, TIMED
+from tests import proofs
 
 # Every phase: the small dataset, and ten processes waiting with each exercise's libraries imported
 # (grader/preload.py).
@@ -93,13 +93,13 @@ PYTHON = (replace(UNTIMED, title="graders' correctness on solutions", args=("gra
 # They left COURSE to keep it within its budget on 2 cores: the alternatives 123 s (2026-11-27), the planted slow
 # implementations 150-160 s of the timed phase (2026-11-28).
 TARGETS = (Phase("the proofs of the timed targets: planted slow implementations and correct alternatives",
-                 ("tests/test_graders.py", "--durations=15"), TIMED.markers,
-                 settings=((TIMED.env, "1"),)),)
+                 ("tests/test_graders.py", "--durations=15"), proofs.TIMED.markers,
+                 settings=((proofs.TIMED.env, "1"),)),)
 # `make test-proofs`: every correctness proof re-run and recorded (tests/proofs.py), three at a time as UNTIMED runs
 # them; COURSE then re-runs only the proofs whose fingerprint differs from the record, and fails them until recorded.
 PROOFS = (Phase("the proofs of the correctness checks: planted wrong implementations and correct alternatives",
-                ("tests/test_graders.py", "--durations=15"), CORRECTNESS.markers, workers=3,
-                settings=((CORRECTNESS.env, "1"),)),)
+                ("tests/test_graders.py", "--durations=15"), proofs.CORRECTNESS.markers, workers=3,
+                settings=((proofs.CORRECTNESS.env, "1"),)),)
 PHASE_SETS = {"course": COURSE, "python": PYTHON, "targets": TARGETS, "proofs": PROOFS}
 
 

@@ -45,3 +45,11 @@ def test_a_proofs_fingerprint_covers_what_its_timed_check_runs() -> None:
     for kind in (TIMED, CORRECTNESS):
         assert kind.fingerprint(planted, "ex03_process_loader") != kind.fingerprint(other, "ex03_process_loader")
     assert TIMED.fingerprint(planted, "ex03_process_loader") != CORRECTNESS.fingerprint(planted, "ex03_process_loader")
+
+
+def test_each_phase_sets_variables_by_name() -> None:
+    """A phase's settings are environment variables, a name and a value each (a name shadowed by another object once
+    reached the environment as a method)."""
+    for phases in PHASE_SETS.values():
+        for phase in phases:
+            assert all(isinstance(name, str) and isinstance(value, str) for name, value in phase.env().items()), phase
