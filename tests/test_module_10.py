@@ -16,7 +16,7 @@ from grader import quiz
 from loaderlab.lessons import m10_storage as m10
 from loaderlab.lessons.m10_storage import Ceilings, Get
 from loaderlab.paths import REPO_ROOT
-from loaderlab.storage.bucket import RemoteSample
+from loaderlab.storage.bucket import StoredSample
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "10_object_storage.ipynb"
 
@@ -68,8 +68,8 @@ def test_batch_model_is_bounded_by_the_longest_request_the_shared_time_and_the_t
 
 # ---- coalescing ---------------------------------------------------------------------------------------------------
 
-def entry(shard: str, offset: int, size: int = 100) -> RemoteSample:
-    return RemoteSample(f"{shard}-{offset}", 0, f"images-0/{shard}-{offset}.jpg", shard, offset, size)
+def entry(shard: str, offset: int, size: int = 100) -> StoredSample:
+    return StoredSample(f"{shard}-{offset}", 0, f"images-0/{shard}-{offset}.jpg", shard, offset, size)
 
 
 def test_coalesce_merges_neighbours_within_the_gap_and_never_across_shards() -> None:
@@ -268,7 +268,7 @@ def test_list_keys_pages_and_read_by_ranges_gets_every_sample(served) -> None:
     assert listing.sizes == {k: len(v) for k, v in bodies.items()} and listing.pages == 2
     assert network.stats().lists == 2
     key = next(iter(bodies))
-    wanted = [RemoteSample(f"s{i}", 0, f"images-0/s{i}.jpg", key, offset, 100) for i, offset in enumerate((0, 150, 5000))]
+    wanted = [StoredSample(f"s{i}", 0, f"images-0/s{i}.jpg", key, offset, 100) for i, offset in enumerate((0, 150, 5000))]
     read = m10.read_by_ranges(client, bucket, wanted, max_gap=100, in_flight=2)
     assert read.requests == 2 and read.samples == {e.key: bodies[key][e.offset:e.offset + 100] for e in wanted}
     assert read.over_fetch == pytest.approx(50 / 300)
@@ -287,7 +287,7 @@ def test_read_index_reads_the_split_the_bucket_layout_writes(served) -> None:
         split = m10.read_index(client, bucket, "val")
     finally:
         client.delete_object(Bucket=bucket, Key=index_key("val"))
-    assert split.samples == (RemoteSample("circles/x", 3, "images-0/val/circles/x.jpg", "shards/val/shard-00000.tar",
+    assert split.samples == (StoredSample("circles/x", 3, "images-0/val/circles/x.jpg", "shards/val/shard-00000.tar",
                                           512, 9),)
     assert split.shard_keys == ("shards/val/shard-00000.tar",)
 
@@ -498,7 +498,7 @@ def test_the_server_answers_ranges_past_the_end_multi_ranges_and_a_wrong_if_matc
 
 
 def test_a_shard_table_holds_offset_size_and_label_in_twelve_bytes_a_sample() -> None:
-    samples = [RemoteSample(f"k{i}", i % 3, f"images-0/k{i}.jpg", "s.tar", 512 + 2048 * i, 1000 + i) for i in range(5)]
+    samples = [StoredSample(f"k{i}", i % 3, f"images-0/k{i}.jpg", "s.tar", 512 + 2048 * i, 1000 + i) for i in range(5)]
     table = m10.shard_table(samples)
     assert len(table) == 4 + 12 * len(samples) and len(m10.shard_table([])) == 4
     assert m10.read_shard_table(table) == [(s.offset, s.size, s.label) for s in samples]
@@ -522,7 +522,7 @@ def test_three_ways_to_a_sample_find_the_same_bytes_with_their_requests_and_inde
                 tar.addfile(info, io.BytesIO(payload))
     shard = "ways/shard-00000.tar"
     with tarfile.open(fileobj=io.BytesIO(buffer.getvalue())) as tar:
-        entries = [RemoteSample(m.name[:-4], 1, "", shard, m.offset_data, m.size) for m in tar if m.name.endswith(".jpg")]
+        entries = [StoredSample(m.name[:-4], 1, "", shard, m.offset_data, m.size) for m in tar if m.name.endswith(".jpg")]
     index_document = json.dumps({"samples": [{"key": e.key, "shard": shard, "offset": e.offset, "size": e.size}
                                              for e in entries]}).encode()
     manifest = json.dumps({"shards": [{"key": shard, "samples": 3, "table": "ways/shard-00000.tar.table"}]}).encode()

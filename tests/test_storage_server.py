@@ -26,6 +26,7 @@ from loaderlab.images import list_samples
 from loaderlab.paths import dataset_dir
 from loaderlab.storage import bucket, server
 from loaderlab.storage.server import Endpoint, StorageServerError, running_server, shared_server
+from loaderlab.storage.session import storage_session
 
 FAILS_WITHIN_S = 5.0  # "says why within seconds": these failures are found before weed starts, in milliseconds
 STOPPED_WITHIN_S = 15.0  # weed stops in 1.3-1.5 s when asked; the guardian waits up to STOP_TIMEOUT_S, then kills
@@ -188,8 +189,7 @@ def test_the_shared_server_is_the_announced_one(endpoint: Endpoint, data_dir: Pa
         monkeypatch.delenv(name)
     (process,) = weed_processes(data_dir)
     state = tmp_path / "storage.json"
-    state.write_text(json.dumps({"pid": process.pid, "endpoint": {"url": endpoint.url, "access_key": endpoint.access_key,
-                                                                  "secret_key": endpoint.secret_key}}))
+    state.write_text(json.dumps({"pid": process.pid, "endpoint": endpoint.env()}))
     monkeypatch.setattr(server, "STATE_FILE", state)
     with shared_server() as shared:
         assert shared == endpoint and len(weed_processes()) == before
@@ -202,10 +202,10 @@ def test_make_storage_starts_one_that_outlives_it_and_stop_ends_it(tmp_path: Pat
     assert server.main(["start", "--data-dir", str(data)]) == 0
     state = server.read_state()
     try:
-        assert state["endpoint"]["url"] in capsys.readouterr().out
+        assert server.state_endpoint(state).url in capsys.readouterr().out
         assert server.main(["status"]) == 0
         assert server.main(["start", "--data-dir", str(data)]) == 0 and "already running" in capsys.readouterr().out
-        assert Endpoint(**state["endpoint"]).client().list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
+        assert server.state_endpoint(state).client().list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
         assert server.main(["stop"]) == 0
     finally:
         server.stop_server(state["pid"], state["ports"])  # whatever failed above, nothing keeps running
@@ -233,10 +233,28 @@ def test_every_sample_is_an_object_and_bytes_at_its_index_offset(endpoint: Endpo
             assert part["ResponseMetadata"]["HTTPStatusCode"] == 206
             assert part["Body"].read() == local, f"{sample.shard_key} at {sample.offset}: not {sample.key}'s bytes"
         first = samples[0]
+        assert remote.local_file(split, first) == (root / split / first.key).with_suffix(".jpg")
         assert s3.get_object(Bucket=remote.bucket, Key=first.object_key)["Body"].read() == (
-            root / split / first.key).with_suffix(".jpg").read_bytes()
+            remote.local_file(split, first).read_bytes())
+        assert remote.splits[split].samples_of(first.shard_key) == samples[:bucket.SAMPLES_PER_SHARD]
         index = json.loads(s3.get_object(Bucket=remote.bucket, Key=remote.splits[split].index_key)["Body"].read())
         assert bucket.remote_split(split, index) == remote.splits[split]
+
+
+def test_a_storage_session_is_the_server_its_data_and_a_proxy_stopped_on_exit(
+        endpoint: Endpoint, remote: bucket.RemoteDataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in endpoint.env().items():
+        monkeypatch.setenv(name, value)  # the announced server, as a run's phases announce it
+    with storage_session("loopback", "ci") as storage:
+        assert storage.server == endpoint and storage.dataset.splits == remote.splits
+        assert storage.endpoint.url == storage.network.url != endpoint.url
+        client = storage.endpoint.client()
+        client.head_object(Bucket=storage.bucket, Key=storage.split("val").index_key)
+        assert storage.stats().requests == 1
+        proxy = storage.network.url
+    with pytest.raises(OSError):  # the proxy is gone; the announced server was not the session's to stop
+        socket.create_connection(("127.0.0.1", int(proxy.rsplit(":", 1)[1])), timeout=2).close()
+    assert server.answers(endpoint) is None
 
 
 def test_an_upload_happens_once_per_dataset(endpoint: Endpoint, remote: bucket.RemoteDataset, s3,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from loaderlab.storage.netem import RATE_WINDOW_S
 
 if TYPE_CHECKING:
-    from loaderlab.storage.bucket import RemoteSample
+    from loaderlab.storage.bucket import StoredSample
 
 LIST_PAGE_KEYS = 1000  # the most keys one ListObjectsV2 answer holds (S3 API reference: "up to 1,000")
 REQUEST_TIMEOUT_S = 30  # a request that sends nothing for this long is an error, not a hang
@@ -228,14 +228,14 @@ class Span:
     shard: str
     start: int
     end: int
-    members: tuple[RemoteSample, ...]
+    members: tuple[StoredSample, ...]
 
     @property
     def wanted_bytes(self) -> int:
         return sum(m.size for m in self.members)
 
 
-def coalesce(wanted: Iterable[RemoteSample], max_gap: int) -> list[Span]:
+def coalesce(wanted: Iterable[StoredSample], max_gap: int) -> list[Span]:
     """Group the wanted samples into ranged GETs: within a shard, in offset order, a sample joins the current span
     when the bytes between them are at most `max_gap` (those bytes are fetched and thrown away)."""
     spans: list[Span] = []
@@ -263,7 +263,7 @@ class RangeRead:
         return self.fetched_bytes / self.wanted_bytes - 1
 
 
-def read_by_ranges(client: Any, bucket: str, wanted: Sequence[RemoteSample], max_gap: int,
+def read_by_ranges(client: Any, bucket: str, wanted: Sequence[StoredSample], max_gap: int,
                    in_flight: int) -> RangeRead:
     """The wanted samples' bytes, by ranged GETs of coalesced spans (`coalesce`), `in_flight` at a time."""
     spans = coalesce(wanted, max_gap)
@@ -744,7 +744,7 @@ SHARD_TABLE_ENTRY = struct.Struct("<III")  # a sample's offset, size and label i
 SHARD_TABLE_COUNT = struct.Struct("<I")    # the table's first 4 bytes: how many samples the shard holds
 
 
-def shard_table(samples: Sequence[RemoteSample]) -> bytes:
+def shard_table(samples: Sequence[StoredSample]) -> bytes:
     """One shard's index as MosaicML's MDS shards carry theirs (a sample count, then fixed-size entries; MDS keeps
     it in the shard's first bytes): the count, then (offset, size, label) of each sample in the shard's order."""
     return SHARD_TABLE_COUNT.pack(len(samples)) + b"".join(

@@ -4,6 +4,8 @@
   (`running_server`, `shared_server`, `Endpoint`), and `python -m loaderlab.storage.server start|stop|status`
   behind `make storage` / `make storage-stop`.
 - `bucket`: a dataset profile uploaded once: one object per image under several prefixes, tar shards and an index
-  of every sample's bytes in them (`upload_dataset` -> `RemoteDataset`).
+  of every sample's bytes in them (`upload_dataset` -> `RemoteDataset`, its typed index `RemoteSplit` of
+  `StoredSample`).
 - `netem`: the proxy that emulates a network (latency, bandwidth, rate limits, faults) in front of the server.
+- `session`: the three together, as every user needs them (`storage_session()` -> `StorageSession`).
 """

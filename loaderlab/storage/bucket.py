@@ -56,8 +56,9 @@ DELETE_BATCH = 1000  # DeleteObjects' limit per request
 
 
 @dataclass(frozen=True)
-class RemoteSample:
-    """One sample in the bucket: as an object, and as bytes inside a shard."""
+class StoredSample:
+    """One entry of a split's index: a sample in the bucket, as an object and as bytes inside a shard. (The
+    exercises' `RemoteSample` is another thing: what a learner's reader yields, the bytes themselves.)"""
 
     key: str         # "circles/circles_000003", as in the shards
     label: int
@@ -66,14 +67,28 @@ class RemoteSample:
     offset: int      # where the image's bytes start in the shard
     size: int        # how many bytes they are (the file's size)
 
+    @property
+    def relative_path(self) -> str:
+        """Its file in the local split's folder, "<class>/<file>" (the object key without prefix and split)."""
+        return self.object_key.split("/", 2)[2]
+
 
 @dataclass(frozen=True)
 class RemoteSplit:
-    """A split's samples (in `list_samples` order, the shards' order), shard keys and index key."""
+    """A split's index, typed: its samples (in `list_samples` order, the shards' order), shard keys and index key.
+    Every reader of the index uses this type; `remote_split` is the one reader of the index document."""
 
-    samples: tuple[RemoteSample, ...]
+    samples: tuple[StoredSample, ...]
     shard_keys: tuple[str, ...]
     index_key: str
+
+    def samples_of(self, shard_key: str) -> tuple[StoredSample, ...]:
+        """The samples of one shard, in the shard's order."""
+        return tuple(sample for sample in self.samples if sample.shard_key == shard_key)
+
+    def by_key(self) -> dict[str, StoredSample]:
+        """Every sample by its key in the shards."""
+        return {sample.key: sample for sample in self.samples}
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,10 @@ class RemoteDataset:
     bucket: str
     splits: Mapping[str, RemoteSplit]
     uploaded_objects: int = 0
+
+    def local_file(self, split: str, sample: StoredSample) -> Path:
+        """The local file whose bytes `sample` holds (the dataset `profile` on this machine)."""
+        return dataset_dir(self.profile) / split / sample.relative_path
 
 
 def bucket_name(profile: str) -> str:
@@ -150,7 +169,7 @@ def split_index(split: str, root: Path, shard_dir: Path) -> tuple[dict[str, Any]
 
 
 def remote_split(split: str, index: Mapping[str, Any]) -> RemoteSplit:
-    samples = tuple(RemoteSample(entry["key"], entry["label"], entry["object"], entry["shard"], entry["offset"],
+    samples = tuple(StoredSample(entry["key"], entry["label"], entry["object"], entry["shard"], entry["offset"],
                                  entry["size"]) for entry in index["samples"])
     return RemoteSplit(samples, tuple(shard["key"] for shard in index["shards"]), index_key(split))
 

@@ -123,7 +123,9 @@ class Endpoint:
         return dataclasses.replace(self, url=url)
 
     def env(self) -> dict[str, str]:
-        """LOADERLAB_S3_* variables announcing this endpoint to a child process (`Endpoint.from_env` reads them)."""
+        """This endpoint as LOADERLAB_S3_* variables: its one serialisation, read back by `Endpoint.from_env`. A child
+        process gets them in its environment; a file that must name the endpoint (`make storage`'s state, the league's
+        setup) holds this mapping. Never on a command line, where `ps` would show the secret key."""
         return {f"{ENV_PREFIX}URL": self.url, f"{ENV_PREFIX}ACCESS_KEY": self.access_key,
                 f"{ENV_PREFIX}SECRET_KEY": self.secret_key, f"{ENV_PREFIX}REGION": self.region}
 
@@ -468,7 +470,11 @@ def read_state() -> dict[str, Any] | None:
 
 
 def state_endpoint(state: Mapping[str, Any]) -> Endpoint:
-    return Endpoint(**state["endpoint"])
+    """The endpoint a state file names (KeyError where it names none)."""
+    endpoint = Endpoint.from_env(state["endpoint"])
+    if endpoint is None:
+        raise KeyError("endpoint")
+    return endpoint
 
 
 def state_server_answers(state: Mapping[str, Any] | None) -> bool:
@@ -500,14 +506,14 @@ def shared_server() -> Iterator[Endpoint]:
 def _cli_start(data_dir: Path | None, timeout_s: float) -> int:
     state = read_state()
     if state_server_answers(state):
-        print(f"The S3 server is already running at {state['endpoint']['url']} (pid {state['pid']}); "
+        print(f"The S3 server is already running at {state_endpoint(state).url} (pid {state['pid']}); "
               "`make storage-stop` stops it.")
         return 0
     server = start_server(data_dir, timeout_s, detached=True)
     STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
     STATE_FILE.touch(mode=0o600)  # it holds the secret key
     STATE_FILE.write_text(json.dumps({
-        "pid": server.process.pid, "endpoint": dataclasses.asdict(server.endpoint), "ports": server.ports,
+        "pid": server.process.pid, "endpoint": server.endpoint.env(), "ports": server.ports,
         "data_dir": str(server.data_dir), "log": str(server.log), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }, indent=2), encoding="utf-8")
     print(f"The S3 server (SeaweedFS) is running at {server.endpoint.url}, pid {server.process.pid}, on {HOST} only.\n"
@@ -527,7 +533,7 @@ def _cli_stop() -> int:
         running = False
     if running:
         stop_server(state["pid"], state.get("ports", {}))
-        print(f"Stopped the S3 server at {state['endpoint']['url']} (pid {state['pid']}).")
+        print(f"Stopped the S3 server at {state_endpoint(state).url} (pid {state['pid']}).")
     else:
         print(f"The S3 server of {STATE_FILE} (pid {state['pid']}) was not running any more.")
     STATE_FILE.unlink(missing_ok=True)
@@ -537,7 +543,7 @@ def _cli_stop() -> int:
 def _cli_status() -> int:
     state = read_state()
     if state_server_answers(state):
-        print(f"running at {state['endpoint']['url']} (pid {state['pid']}, data {state['data_dir']})")
+        print(f"running at {state_endpoint(state).url} (pid {state['pid']}, data {state['data_dir']})")
         return 0
     print("not running" + (f" (stale {STATE_FILE}: `make storage-stop` clears it)" if state else ""))
     return 1
