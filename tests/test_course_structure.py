@@ -442,10 +442,12 @@ def private_replacements(source: str) -> list[str]:
                       for alias in node.names if is_private(alias.name)]
         elif isinstance(node, ast.Attribute) and is_private(node.attr) and ast.unparse(node.value) in bound:
             found.append(f"line {node.lineno}: uses {ast.unparse(node)}")
-        elif isinstance(node, ast.ClassDef) and any(ast.unparse(base).rsplit(".", 1)[0] in bound for base in node.bases):
-            bases = ", ".join(map(ast.unparse, node.bases))
-            found += [f"line {item.lineno}: class {node.name}({bases}) defines {item.name}" for item in node.body
-                      if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and is_private(item.name)]
+        elif isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(base) for base in node.bases]
+            if any(base.rsplit(".", 1)[0] in bound for base in bases):   # Honest, or honest.Honest
+                found += [f"line {item.lineno}: class {node.name}({', '.join(bases)}) defines {item.name}"
+                          for item in node.body
+                          if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and is_private(item.name)]
     return found
 
 
