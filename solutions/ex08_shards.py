@@ -73,8 +73,8 @@ def write_shards(root: Path | str, out_dir: Path | str, target_shard_mb: float) 
                 tar.close()
                 tar = next_shard()
             key = sample.path.relative_to(root).with_suffix("").as_posix()
-            _add_member(tar, key + sample.path.suffix.lower(), data)
-            _add_member(tar, key + LABEL_SUFFIX, str(sample.label).encode())
+            add_member(tar, key + sample.path.suffix.lower(), data)
+            add_member(tar, key + LABEL_SUFFIX, str(sample.label).encode())
     finally:
         if tar is not None:
             tar.close()  # the last, partial shard
@@ -87,7 +87,8 @@ def shard_is_full(tar: tarfile.TarFile, next_bytes: int, target_bytes: float) ->
     return tar.offset >= target_bytes
 
 
-def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    """Write one member, `name` holding `data` as is, into the open shard."""
     info = tarfile.TarInfo(name)
     info.size = len(data)
     tar.addfile(info, io.BytesIO(data))
@@ -174,7 +175,7 @@ class ShardDataset(IterableDataset):
 
     def slot_samples(self, worker_id: int, num_workers: int) -> Iterator[ShardSample]:
         """The samples of one (rank, worker) slot's shards, shard after shard, each in written order."""
-        return (sample for shard in self.shards_for(worker_id, num_workers) for sample in self._read(shard))
+        return (sample for shard in self.shards_for(worker_id, num_workers) for sample in self.read_shard(shard))
 
     def mix(self, samples: Iterable[ShardSample], rng: np.random.Generator) -> Iterator[ShardSample]:
         """A slot's samples through the shuffle buffer (shuffle=True)."""
@@ -184,7 +185,7 @@ class ShardDataset(IterableDataset):
         """The shard as a file object: the local file, or its bytes fetched in one storage request."""
         return io.BytesIO(self.storage.read(shard)) if self.storage is not None else shard.open("rb")
 
-    def _read(self, shard: Path) -> Iterator[ShardSample]:
+    def read_shard(self, shard: Path) -> Iterator[ShardSample]:
         """The samples of one shard in written order; a shard that does not parse raises CorruptShard naming it."""
         try:
             yield from self._parse(shard)
@@ -199,14 +200,15 @@ class ShardDataset(IterableDataset):
                 member_key, _, suffix = member.name.rpartition(".")
                 if member_key != key:
                     if key is not None:
-                        yield _sample(shard, key, parts)
+                        yield sample_from_parts(shard, key, parts)
                     key, parts = member_key, {}
                 parts["." + suffix] = tar.extractfile(member).read()
         if key is not None:
-            yield _sample(shard, key, parts)
+            yield sample_from_parts(shard, key, parts)
 
 
-def _sample(shard: Path, key: str, parts: dict[str, bytes]) -> ShardSample:
+def sample_from_parts(shard: Path, key: str, parts: dict[str, bytes]) -> ShardSample:
+    """One sample from its members (suffix -> bytes): one image and one label, or CorruptShard naming the shard."""
     data = [value for suffix, value in parts.items() if suffix != LABEL_SUFFIX]
     if LABEL_SUFFIX not in parts or len(data) != 1:
         raise CorruptShard(f"{shard}: sample {key!r} has parts {sorted(parts)}; expected one image and one {LABEL_SUFFIX}")

@@ -13,7 +13,7 @@ Design choices:
   and raised once the batches before it are handed over;
 - without CUDA the same code runs with no streams and no pinning (`.to(device)` is a no-op on the CPU).
 
-Each of these choices is a small public method (hand_over, issue_ahead, on_loader_error, send,
+Each of these choices is a small public method (hand_over, issue_ahead, issue_until, on_loader_error, send,
 side_stream_waits_for_caller, pinned, normalise), so that tests/planted/ex09_* replace one and keep the rest.
 """
 
@@ -52,7 +52,7 @@ class DevicePrefetcher:
         return self
 
     def __next__(self) -> Batch:
-        self._issue_until(1)
+        self.issue_until(1)
         if not self.pending:
             if self._error is not None:
                 error, self._error = self._error, None
@@ -73,9 +73,9 @@ class DevicePrefetcher:
 
     def issue_ahead(self) -> None:
         """Issue the next `depth - 1` batches: their copies run under the caller's work on the batch just handed over."""
-        self._issue_until(self.depth - 1)
+        self.issue_until(self.depth - 1)
 
-    def _issue_until(self, count: int) -> None:
+    def issue_until(self, count: int) -> None:
         """Issue batches from the loader until `count` are pending, the loader ends, or it fails."""
         while len(self.pending) < count and self.source is not None and self._error is None:
             try:

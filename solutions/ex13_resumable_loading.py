@@ -33,13 +33,14 @@ class ResumableLoader:
         if epoch != self.epoch:
             self.epoch, self.samples_received, self._resume_at = epoch, 0, 0
 
-    def _order(self) -> list[int]:
+    def epoch_order(self) -> list[int]:
+        """The epoch's order of the dataset's indices: a permutation drawn from (seed, epoch) alone."""
         generator = torch.Generator().manual_seed(self.seed + self.epoch)
         return torch.randperm(len(self.dataset), generator=generator).tolist()
 
     def __iter__(self) -> Iterator[Any]:
         start, self._resume_at = self._resume_at, 0
-        remaining = self._order()[start:]   # the skipped samples are never read: the sampler starts here
+        remaining = self.epoch_order()[start:]   # the skipped samples are never read: the sampler starts here
         loader = DataLoader(self.dataset, batch_size=self.batch_size, sampler=remaining,
                             num_workers=self.num_workers, timeout=60 if self.num_workers else 0)
         self.samples_received = start

@@ -1,10 +1,10 @@
 """Exercise 14, an answer: a remote shard reader with boto3 and threads.
 
 Design choices:
-- One boto3 client per reader, with short timeouts and few retries (`_client`): botocore's defaults wait 60 s for a
-  connection and retry a refused one for seconds, so a server that is not running would look like a hang.
-- Every call to the store goes through `_get`, which turns any failure into `RemoteReadError` naming the bucket,
-  the key (and range) and the endpoint's URL: botocore's own messages say what ("NoSuchKey"), never where.
+- One boto3 client per reader, with short timeouts and few retries (`store_client`): botocore's defaults wait 60 s
+  for a connection and retry a refused one for seconds, so a server that is not running would look like a hang.
+- Every call to the store goes through `open_object`, which turns any failure into `RemoteReadError` naming the
+  bucket, the key (and range) and the endpoint's URL: botocore's own messages say what ("NoSuchKey"), never where.
 - `shard_samples` parses each shard with `tarfile` in stream mode ("r|") straight from the response body, so a
   shard is never held whole (`tar_samples`); a tar error, a body that breaks off, a sample without both members,
   or a stream that ends without the archive's two closing zero blocks (tarfile's loop ends quietly at a member's
@@ -56,7 +56,8 @@ class RemoteReadError(RuntimeError):
     """A read from the store failed; the message names the bucket, the key and the endpoint."""
 
 
-def _client(endpoint: Endpoint, pool: int = 10) -> Any:
+def store_client(endpoint: Endpoint, pool: int = 10) -> Any:
+    """A boto3 client of the store with short timeouts and few retries, for up to `pool` threads at once."""
     return endpoint.client(connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S,
                            retries={"total_max_attempts": ATTEMPTS, "mode": "standard"}, max_pool_connections=pool)
 
@@ -65,7 +66,8 @@ def _where(endpoint: Endpoint, bucket: str, key: str) -> str:
     return f"s3://{bucket}/{key} at {endpoint.url}"
 
 
-def _get(client: Any, endpoint: Endpoint, bucket: str, key: str, byte_range: tuple[int, int] | None = None) -> Any:
+def open_object(client: Any, endpoint: Endpoint, bucket: str, key: str,
+                byte_range: tuple[int, int] | None = None) -> Any:
     """The GET's response (its Body still to read); any failure raised as RemoteReadError naming where."""
     kwargs = {"Bucket": bucket, "Key": key}
     if byte_range is not None:
@@ -77,8 +79,9 @@ def _get(client: Any, endpoint: Endpoint, bucket: str, key: str, byte_range: tup
                               f"{'' if byte_range is None else ' ' + kwargs['Range']} failed: {err}") from err
 
 
-def _read(client: Any, endpoint: Endpoint, bucket: str, key: str) -> bytes:
-    response = _get(client, endpoint, bucket, key)
+def fetch_object(client: Any, endpoint: Endpoint, bucket: str, key: str) -> bytes:
+    """The whole object's bytes, in one GET; any failure raised as RemoteReadError naming where."""
+    response = open_object(client, endpoint, bucket, key)
     try:
         return response["Body"].read()
     except Exception as err:
@@ -94,17 +97,17 @@ def _decoded(data: bytes, decode: Callable[[bytes], Any] | None) -> Any:
 def object_samples(endpoint: Endpoint, bucket: str, objects: Sequence[tuple[str, int]],
                    decode: Callable[[bytes], Any] | None = None) -> Iterator[RemoteSample]:
     """One sample per (object key, label), each object fetched in a GET of its own, one at a time, in this order."""
-    client = _client(endpoint)
+    client = store_client(endpoint)
     for key, label in objects:
-        yield RemoteSample(key, _decoded(_read(client, endpoint, bucket, key), decode), label)
+        yield RemoteSample(key, _decoded(fetch_object(client, endpoint, bucket, key), decode), label)
 
 
 def shard_samples(endpoint: Endpoint, bucket: str, shard_keys: Sequence[str],
                   decode: Callable[[bytes], Any] | None = None) -> Iterator[RemoteSample]:
     """Every sample of these tar shards, shard after shard, each in written order, each shard read in one GET."""
-    client = _client(endpoint)
+    client = store_client(endpoint)
     for shard in shard_keys:
-        response = _get(client, endpoint, bucket, shard)
+        response = open_object(client, endpoint, bucket, shard)
         body = response["Body"]
         try:
             yield from tar_samples(body, response["ContentLength"], decode, _where(endpoint, bucket, shard))
@@ -153,19 +156,19 @@ def fetch_in_flight(endpoint: Endpoint, bucket: str, keys: Sequence[str], in_fli
     """Each object's bytes, in the order of `keys`, with up to `in_flight` GETs open at once."""
     if in_flight < 1:
         raise ValueError(f"in_flight must be at least 1, got {in_flight}")
-    client = _client(endpoint, pool=in_flight)
+    client = store_client(endpoint, pool=in_flight)
     pool = ThreadPoolExecutor(in_flight, thread_name_prefix="ex14-fetch")
     window: deque[Future[bytes]] = deque()
     todo = iter(keys)
     try:
         for key in todo:
-            window.append(pool.submit(_read, client, endpoint, bucket, key))
+            window.append(pool.submit(fetch_object, client, endpoint, bucket, key))
             if len(window) == in_flight:
                 break
         while window:
             data = window.popleft().result()
             for key in todo:  # refill the window before handing on: it stays full while the consumer works
-                window.append(pool.submit(_read, client, endpoint, bucket, key))
+                window.append(pool.submit(fetch_object, client, endpoint, bucket, key))
                 break
             yield data
     finally:
@@ -187,8 +190,8 @@ class ShardIndex:
 
     def __init__(self, endpoint: Endpoint, bucket: str, index_key: str) -> None:
         self.endpoint, self.bucket = endpoint, bucket
-        self.client = _client(endpoint)
-        raw = _read(self.client, endpoint, bucket, index_key)
+        self.client = store_client(endpoint)
+        raw = fetch_object(self.client, endpoint, bucket, index_key)
         try:
             self.entries = {row["key"]: Entry(row["key"], int(row["label"]), row["shard"], int(row["offset"]),
                                               int(row["size"])) for row in json.loads(raw)["samples"]}
@@ -205,15 +208,17 @@ class ShardIndex:
             by_shard.setdefault(entry.shard, []).append(entry)
         data: dict[str, bytes] = {}
         for shard, entries in by_shard.items():
-            for run in _runs(sorted(entries, key=lambda e: e.offset)):
+            for run in coalesced_runs(sorted(entries, key=lambda e: e.offset)):
                 start, end = run[0].offset, max(e.offset + e.size for e in run)
-                chunk = self._range(shard, start, end, run)
+                chunk = self.read_range(shard, start, end, run)
                 for entry in run:
                     data[entry.key] = chunk[entry.offset - start: entry.offset - start + entry.size]
         return [RemoteSample(key, data[key], self.entries[key].label) for key in keys]
 
-    def _range(self, shard: str, start: int, end: int, run: list[Entry]) -> bytes:
-        response = _get(self.client, self.endpoint, self.bucket, shard, (start, end))
+    def read_range(self, shard: str, start: int, end: int, run: list[Entry]) -> bytes:
+        """Bytes start..end - 1 of `shard` (the run's samples), in one Range GET: a 206 with exactly those bytes, or
+        RemoteReadError naming where."""
+        response = open_object(self.client, self.endpoint, self.bucket, shard, (start, end))
         status = response["ResponseMetadata"]["HTTPStatusCode"]
         where = f"{_where(self.endpoint, self.bucket, shard)} bytes {start}-{end - 1}"
         if status != 206:
@@ -227,7 +232,7 @@ class ShardIndex:
         return chunk
 
 
-def _runs(entries: list[Entry]) -> Iterator[list[Entry]]:
+def coalesced_runs(entries: list[Entry]) -> Iterator[list[Entry]]:
     """Entries sorted by offset, grouped into runs whose gaps are at most COALESCE_GAP_BYTES."""
     run: list[Entry] = []
     for entry in entries:
@@ -248,7 +253,7 @@ class ShardCache:
         self.endpoint, self.bucket, self.budget = endpoint, bucket, budget_bytes
         self.cache_dir = Path(cache_dir)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        self.client = _client(endpoint)
+        self.client = store_client(endpoint)
         self.lock = threading.Lock()
         self.on_disk: OrderedDict[str, int] = OrderedDict()   # shard key -> bytes, least recently used first
         self.fetching: dict[str, Future[bytes]] = {}
@@ -283,7 +288,7 @@ class ShardCache:
 
     def download(self, shard_key: str) -> bytes:
         """The shard's bytes, from the store (into memory: nothing is written in cache_dir before room is made)."""
-        return _read(self.client, self.endpoint, self.bucket, shard_key)
+        return fetch_object(self.client, self.endpoint, self.bucket, shard_key)
 
     def keep(self, shard_key: str, data: bytes) -> None:
         """Write the shard in cache_dir, once the least recently used have been removed until it fits."""

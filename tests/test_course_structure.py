@@ -7,6 +7,8 @@
 - Every exercise: each check belongs to a graded step, steps run 1, 2, ... in file order with one title each, the
   timed checks come last in their step, the hints name exactly the checks, a CUDA-only check
   is marked `cuda_only` and its planted folders say `needs = "cuda"`.
+- Every planted folder replaces only public names of the solution (its seams, CONTRIBUTING.md): it imports no
+  `_private` name of `solutions/`, uses none through a solution module, and overrides no `_private` method.
 - Every stub imports where `solutions/` does not exist (a hand-out made by `make learner-copy`), and reads "not
   started" there (`test_stubs_read_not_started_in_a_hand_out` grades the copy).
 That every check can fail is `tests/test_graders.py::test_every_check_is_proven_able_to_fail`.
@@ -394,6 +396,100 @@ def test_a_figure_is_held_as_a_fraction_milliseconds_or_rounded() -> None:
     assert catalog.figure_held("30%", {0.3}) and catalog.figure_held("2 ms", {0.002})
     assert catalog.figure_held("1.85x", {24 / 13}) and not catalog.figure_held("2x", {1.5})
     assert not catalog.figure_held("0.75 levels", {0.8})
+
+
+# ---- planted folders replace public seams -----------------------------------------------------------------------
+
+PLANTED = REPO_ROOT / "tests" / "planted"
+
+
+def is_private(name: str) -> bool:
+    """`_name` (and `__name`), not a dunder such as `__init__`: the language's hooks are no module's own."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def from_the_solutions(node: ast.AST) -> bool:
+    """Whether `node` is a `from solutions... import ...` statement."""
+    return isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "solutions"
+
+
+def solution_bindings(tree: ast.Module) -> set[str]:
+    """The names a module binds to the solutions' modules and to what it imports from them (a star import binds the
+    public top-level names of the solution's file)."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {alias.asname or alias.name for alias in node.names if alias.name.split(".")[0] == "solutions"}
+        elif from_the_solutions(node):
+            for alias in node.names:
+                if alias.name == "*":
+                    bound |= {name for name in catalog.top_level_names(node.module) if not is_private(name)}
+                else:
+                    bound.add(alias.asname or alias.name)
+    return bound
+
+
+def private_replacements(source: str) -> list[str]:
+    """How a planted module (Python source) reaches a private name of the solution it builds on: importing one
+    (`from solutions.exNN_x import _read`), using one through a solution module or class (`honest._read`, read or
+    assigned), or defining one in a subclass of a solution class (`def _range` in `class ShardIndex(Honest)`)."""
+    tree = ast.parse(source)
+    bound = solution_bindings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if from_the_solutions(node):
+            found += [f"line {node.lineno}: imports {alias.name} from {node.module}"
+                      for alias in node.names if is_private(alias.name)]
+        elif isinstance(node, ast.Attribute) and is_private(node.attr) and ast.unparse(node.value) in bound:
+            found.append(f"line {node.lineno}: uses {ast.unparse(node)}")
+        elif isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(base) for base in node.bases]
+            if any(base.rsplit(".", 1)[0] in bound for base in bases):   # Honest, or honest.Honest
+                found += [f"line {item.lineno}: class {node.name}({', '.join(bases)}) defines {item.name}"
+                          for item in node.body
+                          if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and is_private(item.name)]
+    return found
+
+
+def test_planted_folders_replace_only_public_names_of_the_solution() -> None:
+    """A planted folder swaps its defect in through the solution's public names alone: it imports no private name
+    (`_x`) of `solutions/`, uses none through a solution module or class, and its subclass of a solution class
+    defines no private method. The pieces a planted folder replaces are the solution's public seams, each with a
+    docstring that says what it does (CONTRIBUTING.md); the solution's private names stay free to change."""
+    offenders = {}
+    for path in sorted(PLANTED.glob("*/*.py")):
+        if found := private_replacements(path.read_text(encoding="utf-8")):
+            offenders[path.relative_to(REPO_ROOT).as_posix()] = found
+    assert not offenders, ("planted folders that replace a private name of the solution; give the solution a public "
+                           f"seam (a method or module-level function with a docstring) and replace that: {offenders}")
+
+
+@pytest.mark.parametrize("planted, reach", [
+    ("from solutions.ex14_remote_shards import _where\n", "imports _where from solutions.ex14_remote_shards"),
+    ("import solutions.ex15_exactly_once as honest\nhonest._helper = print\n", "uses honest._helper"),
+    ("import solutions.ex15_exactly_once\nsolutions.ex15_exactly_once._helper()\n",
+     "uses solutions.ex15_exactly_once._helper"),
+    ("from solutions.ex13_resumable_loading import ResumableLoader as Honest\n"
+     "class ResumableLoader(Honest):\n    def _order(self):\n        return []\n", "defines _order"),
+    ("import solutions.ex15_exactly_once as honest\n"
+     "class Transfer(honest.Transfer):\n    def _check(self):\n        pass\n", "defines _check"),
+    ("from solutions.ex08_shards import *\n"
+     "class ShardDataset(ShardDataset):\n    def _read(self, shard):\n        return []\n", "defines _read"),
+])
+def test_the_planted_scan_finds_a_private_name_replaced(planted: str, reach: str) -> None:
+    found = private_replacements(planted)
+    assert len(found) == 1 and reach in found[0], found
+
+
+def test_the_planted_scan_allows_public_names_dunders_and_the_folders_own_names() -> None:
+    planted = ("import solutions.ex13_resumable_loading as honest\n"
+               "from solutions.ex13_resumable_loading import ResumableLoader as _Honest\n"
+               "_order = honest.ResumableLoader.epoch_order\n"
+               "class ResumableLoader(_Honest):\n"
+               "    def __iter__(self):\n        return iter(self.epoch_order()[self._resume_at:])\n"
+               "    def epoch_order(self):\n        return _order(self)\n"
+               "class _Helper:\n    def _own(self):\n        pass\n")
+    assert private_replacements(planted) == []
 
 
 # ---- the README's map of the tree -------------------------------------------------------------------------------

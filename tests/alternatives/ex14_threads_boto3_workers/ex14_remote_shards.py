@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from loaderlab.storage.server import Endpoint
-from solutions.ex14_remote_shards import (RemoteReadError, RemoteSample, _client, _get, _read,  # noqa: F401
-                                         object_samples, shard_samples)
+from solutions.ex14_remote_shards import (RemoteReadError, RemoteSample, fetch_object, object_samples,  # noqa: F401
+                                         open_object, shard_samples, store_client)
 
 WAIT_S = 0.1   # how often a waiting thread looks at the stop flag
 
@@ -30,7 +30,7 @@ def fetch_in_flight(endpoint: Endpoint, bucket: str, keys: Sequence[str], in_fli
     if in_flight < 1:
         raise ValueError(f"in_flight must be at least 1, got {in_flight}")
     keys = list(keys)
-    client = _client(endpoint, pool=in_flight)
+    client = store_client(endpoint, pool=in_flight)
     work: queue.Queue[tuple[int, str]] = queue.Queue()
     for item in enumerate(keys):
         work.put(item)
@@ -49,7 +49,7 @@ def fetch_in_flight(endpoint: Endpoint, bucket: str, keys: Sequence[str], in_fli
                 ahead.release()
                 return
             try:
-                outcome = (True, _read(client, endpoint, bucket, key))
+                outcome = (True, fetch_object(client, endpoint, bucket, key))
             except Exception as err:
                 outcome = (False, err)
             with done:
@@ -78,8 +78,8 @@ def fetch_in_flight(endpoint: Endpoint, bucket: str, keys: Sequence[str], in_fli
 class ShardIndex:
     def __init__(self, endpoint: Endpoint, bucket: str, index_key: str) -> None:
         self.endpoint, self.bucket = endpoint, bucket
-        self.client = _client(endpoint)
-        rows = json.loads(_read(self.client, endpoint, bucket, index_key))["samples"]
+        self.client = store_client(endpoint)
+        rows = json.loads(fetch_object(self.client, endpoint, bucket, index_key))["samples"]
         self.place = {row["key"]: place for place, row in enumerate(rows)}
         self.rows = rows
 
@@ -95,7 +95,7 @@ class ShardIndex:
         for run in runs:
             first, last = self.rows[run[0]], self.rows[run[-1]]
             start, end = first["offset"], last["offset"] + last["size"]
-            response = _get(self.client, self.endpoint, self.bucket, first["shard"], (start, end))
+            response = open_object(self.client, self.endpoint, self.bucket, first["shard"], (start, end))
             status = response["ResponseMetadata"]["HTTPStatusCode"]
             if status != 206:
                 raise RemoteReadError(f"shard s3://{self.bucket}/{first['shard']} at {self.endpoint.url} answered "
@@ -116,7 +116,7 @@ class ShardCache:
         self.endpoint, self.bucket, self.budget = endpoint, bucket, budget_bytes
         self.folder = Path(cache_dir)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.client = _client(endpoint)
+        self.client = store_client(endpoint)
         self.lock = threading.Lock()
         self.held: OrderedDict[str, int] = OrderedDict()
         self.used = 0
@@ -137,7 +137,7 @@ class ShardCache:
                     break
             arriving.wait(60)
         try:
-            data = _read(self.client, self.endpoint, self.bucket, shard_key)
+            data = fetch_object(self.client, self.endpoint, self.bucket, shard_key)
             with self.lock:
                 while self.held and self.used + len(data) > self.budget:
                     oldest, size = self.held.popitem(last=False)

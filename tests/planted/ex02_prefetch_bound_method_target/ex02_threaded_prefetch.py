@@ -8,9 +8,9 @@ from solutions.ex02_threaded_prefetch import produce, threaded_map  # noqa: F401
 
 class ThreadedPrefetcher(_Honest):
     def start_producer(self, iterable, handoff):
-        thread = threading.Thread(target=self._produce, args=(iterable, handoff), name="prefetcher", daemon=True)
+        thread = threading.Thread(target=self.run_producer, args=(iterable, handoff), name="prefetcher", daemon=True)
         thread.start()
         return thread
 
-    def _produce(self, iterable, handoff):  # the defect: the thread holds `self`
+    def run_producer(self, iterable, handoff):  # the defect: the thread holds `self`
         produce(iterable, handoff)

@@ -10,5 +10,5 @@ def _shifted_label(tar, name, data):
     _honest_add_member(tar, name, data)
 
 
-_honest_add_member = _solution._add_member
-_solution._add_member = _shifted_label
+_honest_add_member = _solution.add_member
+_solution.add_member = _shifted_label

@@ -11,7 +11,7 @@ class ShardDataset(_Honest):
     def slot_samples(self, worker_id, num_workers):
         rng = np.random.default_rng([self.seed, self.epoch, self.rank, worker_id])
         for shard in self.shards_for(worker_id, num_workers):
-            samples = list(self._read(shard))
+            samples = list(self.read_shard(shard))
             if self.shuffle:
                 rng.shuffle(samples)  # planted: within the shard only ...
             yield from samples

@@ -5,7 +5,7 @@ import tarfile
 from pathlib import Path
 
 from loaderlab.images import list_samples
-from solutions.ex08_shards import LABEL_SUFFIX, SHARD_NAME, _add_member
+from solutions.ex08_shards import LABEL_SUFFIX, SHARD_NAME, add_member
 from solutions.ex08_shards import ShardDataset, ShardSample, shuffle_buffer  # noqa: F401
 
 
@@ -21,6 +21,6 @@ def write_shards(root, out_dir, target_shard_mb):
             paths.append(out_dir / SHARD_NAME.format(len(paths)))
             with tarfile.open(paths[-1], "w") as tar:
                 for name, data in pending:
-                    _add_member(tar, name, data)
+                    add_member(tar, name, data)
             pending, pending_bytes = [], 0
     return paths  # planted: what is still pending is dropped

@@ -5,5 +5,5 @@ from solutions.ex09_device_prefetcher import DevicePrefetcher as _Honest
 
 
 class DevicePrefetcher(_Honest):
-    def _issue_until(self, count):
-        super()._issue_until(max(count, 1))  # planted: after the hand-over, at least one batch on its way
+    def issue_until(self, count):
+        super().issue_until(max(count, 1))  # planted: after the hand-over, at least one batch on its way

@@ -8,5 +8,5 @@ class DevicePrefetcher(_Honest):
     def __next__(self):
         batch = super().__next__()
         if self.depth > 1:
-            self._issue_until(self.depth)  # planted: depth batches ahead of the one handed over, not depth-1
+            self.issue_until(self.depth)  # planted: depth batches ahead of the one handed over, not depth-1
         return batch

@@ -10,7 +10,7 @@ from solutions.ex13_resumable_loading import ResumableLoader as _Honest
 class ResumableLoader(_Honest):
     def __iter__(self):
         start, self._resume_at = self._resume_at, 0
-        loader = DataLoader(self.dataset, batch_size=self.batch_size, sampler=self._order()[start:],
+        loader = DataLoader(self.dataset, batch_size=self.batch_size, sampler=self.epoch_order()[start:],
                             num_workers=self.num_workers, timeout=60 if self.num_workers else 0)
         self.samples_received = start
         for batch in loader:

@@ -16,7 +16,7 @@ class ResumableLoader(_Honest):
 
     def __iter__(self):
         start, self._resume_at = self._resume_at, 0
-        self._sampler, self.samples_received = CountingSampler(self._order()[start:]), start
+        self._sampler, self.samples_received = CountingSampler(self.epoch_order()[start:]), start
         yield from DataLoader(self.dataset, batch_size=self.batch_size, sampler=self._sampler,
                               num_workers=self.num_workers, timeout=60 if self.num_workers else 0)
 

@@ -10,5 +10,5 @@ class ResumableLoader(_Honest):
         super().__init__(dataset, batch_size, seed, num_workers)
         self._generator = torch.Generator().manual_seed(seed)  # planted: made once
 
-    def _order(self):
+    def epoch_order(self):
         return torch.randperm(len(self.dataset), generator=self._generator).tolist()

@@ -6,6 +6,6 @@ from solutions.ex14_remote_shards import ShardIndex as _Honest
 
 
 class ShardIndex(_Honest):
-    def _range(self, shard, start, end, run):
-        response = _honest._get(self.client, self.endpoint, self.bucket, shard, (start, end))
+    def read_range(self, shard, start, end, run):
+        response = _honest.open_object(self.client, self.endpoint, self.bucket, shard, (start, end))
         return response["Body"].read()[:end - start]  # planted: the status is never looked at

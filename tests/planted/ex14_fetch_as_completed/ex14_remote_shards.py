@@ -7,19 +7,19 @@ from solutions.ex14_remote_shards import *  # noqa: F403
 
 
 def fetch_in_flight(endpoint, bucket, keys, in_flight):
-    client = _honest._client(endpoint, pool=in_flight)
+    client = _honest.store_client(endpoint, pool=in_flight)
     pool = ThreadPoolExecutor(in_flight)
     todo, running = iter(keys), set()
     try:
         for key in todo:
-            running.add(pool.submit(_honest._read, client, endpoint, bucket, key))
+            running.add(pool.submit(_honest.fetch_object, client, endpoint, bucket, key))
             if len(running) == in_flight:
                 break
         while running:
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:  # planted: completion order
                 for key in todo:
-                    running.add(pool.submit(_honest._read, client, endpoint, bucket, key))
+                    running.add(pool.submit(_honest.fetch_object, client, endpoint, bucket, key))
                     break
                 yield future.result()
     finally:

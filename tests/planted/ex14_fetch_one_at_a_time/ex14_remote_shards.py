@@ -5,6 +5,6 @@ from solutions.ex14_remote_shards import *  # noqa: F403
 
 
 def fetch_in_flight(endpoint, bucket, keys, in_flight):
-    client = _honest._client(endpoint)
+    client = _honest.store_client(endpoint)
     for key in keys:  # planted: one request at a time
-        yield _honest._read(client, endpoint, bucket, key)
+        yield _honest.fetch_object(client, endpoint, bucket, key)

@@ -9,18 +9,18 @@ from solutions.ex14_remote_shards import *  # noqa: F403
 
 
 def fetch_in_flight(endpoint, bucket, keys, in_flight):
-    client = _honest._client(endpoint, pool=in_flight)
+    client = _honest.store_client(endpoint, pool=in_flight)
     pool = ThreadPoolExecutor(in_flight)
     window, todo = deque(), iter(keys)
     try:
         for key in todo:
-            window.append(pool.submit(_honest._read, client, endpoint, bucket, key))
+            window.append(pool.submit(_honest.fetch_object, client, endpoint, bucket, key))
             if len(window) == in_flight:
                 break
         while window:
             data = window.popleft().result()
             for key in todo:
-                window.append(pool.submit(_honest._read, client, endpoint, bucket, key))
+                window.append(pool.submit(_honest.fetch_object, client, endpoint, bucket, key))
                 break
             yield data
     except GeneratorExit:  # planted: only a close shuts the pool down

@@ -9,10 +9,10 @@ from solutions.ex14_remote_shards import *  # noqa: F403
 
 
 def fetch_in_flight(endpoint, bucket, keys, in_flight):
-    client = _honest._client(endpoint, pool=64)
+    client = _honest.store_client(endpoint, pool=64)
     pool = ThreadPoolExecutor(64)  # planted: not in_flight
     try:
-        window = deque(pool.submit(_honest._read, client, endpoint, bucket, key) for key in keys)
+        window = deque(pool.submit(_honest.fetch_object, client, endpoint, bucket, key) for key in keys)
         while window:
             yield window.popleft().result()
     finally:

@@ -6,8 +6,8 @@ from solutions.ex14_remote_shards import ShardIndex as _Honest
 
 
 class ShardIndex(_Honest):
-    def _range(self, shard, start, end, run):
-        response = _honest._get(self.client, self.endpoint, self.bucket, shard, (start, end))
+    def read_range(self, shard, start, end, run):
+        response = _honest.open_object(self.client, self.endpoint, self.bucket, shard, (start, end))
         if response["ResponseMetadata"]["HTTPStatusCode"] != 206:
             raise _honest.RemoteReadError(f"{shard}: not 206")
         return response["Body"].read()  # planted: however many bytes came

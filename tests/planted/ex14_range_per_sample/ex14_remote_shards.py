@@ -4,9 +4,9 @@ import solutions.ex14_remote_shards as _honest
 from solutions.ex14_remote_shards import *  # noqa: F403
 
 
-def _runs(entries):
+def coalesced_runs(entries):
     for entry in entries:  # planted: never merged
         yield [entry]
 
 
-_honest._runs = _runs  # ShardIndex.read looks it up in its own module
+_honest.coalesced_runs = coalesced_runs  # ShardIndex.read looks it up in its own module

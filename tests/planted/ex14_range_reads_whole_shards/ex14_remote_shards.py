@@ -11,7 +11,7 @@ class ShardIndex(_Honest):
     def read(self, keys):
         shards = {}
         for shard in {self.entries[key].shard for key in keys}:  # planted: whole shards
-            shards[shard] = _honest._read(self.client, self.endpoint, self.bucket, shard)
+            shards[shard] = _honest.fetch_object(self.client, self.endpoint, self.bucket, shard)
         out = []
         for key in keys:
             entry = self.entries[key]

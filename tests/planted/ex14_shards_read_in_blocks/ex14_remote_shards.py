@@ -22,14 +22,15 @@ class _Blocks(io.RawIOBase):
         if self.position >= self.size:
             return 0
         end = min(self.position + min(len(buffer), BLOCK), self.size)
-        data = _honest._get(self.client, self.endpoint, self.bucket, self.key, (self.position, end))["Body"].read()
+        response = _honest.open_object(self.client, self.endpoint, self.bucket, self.key, (self.position, end))
+        data = response["Body"].read()
         buffer[:len(data)] = data
         self.position += len(data)
         return len(data)
 
 
 def shard_samples(endpoint, bucket, shard_keys, decode=None):
-    client = _honest._client(endpoint)
+    client = _honest.store_client(endpoint)
     for shard in shard_keys:
         stream = io.BufferedReader(_Blocks(client, endpoint, bucket, shard), BLOCK)  # planted: a request per block
         yield from _honest.tar_samples(stream, stream.raw.size, decode, shard)

@@ -7,8 +7,8 @@ import solutions.ex15_exactly_once as _honest
 from solutions.ex15_exactly_once import *  # noqa: F403
 
 
-def _read(endpoint, bucket, key, retry, byte_range, gate=None):
-    transfer = _honest._Transfer(_honest.client(endpoint, retry.read_timeout_s), bucket, key, byte_range)
+def read_with_retries(endpoint, bucket, key, retry, byte_range, gate=None):
+    transfer = _honest.Transfer(_honest.client(endpoint, retry.read_timeout_s), bucket, key, byte_range)
     where = f"GET s3://{bucket}/{key} at {endpoint.url}"
     attempt, failures = 1, 0
     while attempt <= retry.max_attempts:
@@ -19,7 +19,7 @@ def _read(endpoint, bucket, key, retry, byte_range, gate=None):
         try:
             transfer.attempt()
             return bytes(transfer.data)
-        except _honest._Retryable as failure:
+        except _honest.RetryableFailure as failure:
             slowdown, last_failure = failure.slowdown, str(failure)
             failures += 1
             attempt = 1 if len(transfer.data) > before else attempt + 1  # planted: progress refills the budget
@@ -31,4 +31,4 @@ def _read(endpoint, bucket, key, retry, byte_range, gate=None):
     raise _honest.StoreError(f"{where}: gave up after {retry.max_attempts} attempts; the last failure: {last_failure}")
 
 
-_honest._read = _read
+_honest.read_with_retries = read_with_retries

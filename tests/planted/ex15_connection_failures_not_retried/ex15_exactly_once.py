@@ -5,14 +5,14 @@ from solutions.ex15_exactly_once import *  # noqa: F403
 from botocore.exceptions import BotoCoreError
 
 
-class _Transfer(_honest._Transfer):
+class Transfer(_honest.Transfer):
     def attempt(self):
         try:
             super().attempt()
-        except _honest._Retryable as failure:
+        except _honest.RetryableFailure as failure:
             if isinstance(failure.__cause__, BotoCoreError) and self.data == bytearray():  # planted: not retried
                 raise _honest.StoreError(str(failure)) from failure.__cause__
             raise
 
 
-_honest._Transfer = _Transfer
+_honest.Transfer = Transfer

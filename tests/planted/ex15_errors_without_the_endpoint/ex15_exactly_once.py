@@ -3,7 +3,7 @@
 import solutions.ex15_exactly_once as _honest
 from solutions.ex15_exactly_once import *  # noqa: F403
 
-_read = _honest._read
+_read = _honest.read_with_retries
 
 
 def _read_unplaced(endpoint, bucket, key, retry, byte_range, gate=None):
@@ -13,4 +13,4 @@ def _read_unplaced(endpoint, bucket, key, retry, byte_range, gate=None):
         raise StoreError(str(err).replace(endpoint.url, "the store")) from None
 
 
-_honest._read = _read_unplaced
+_honest.read_with_retries = _read_unplaced

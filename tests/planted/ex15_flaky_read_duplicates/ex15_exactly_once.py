@@ -13,11 +13,11 @@ _CLIENTS = {}
 
 
 class RemoteEpochs(_honest.RemoteEpochs):
-    def _read(self, entries):
+    def read_samples(self, entries):
         client = _CLIENTS.get(self.endpoint)
         if client is None:
             client = _CLIENTS[self.endpoint] = self.endpoint.client(retries={"total_max_attempts": 1})
-        for piece in _honest._pieces(entries):
+        for piece in _honest.pieces_of(entries):
             first, last = piece[0], piece[-1]
             byte_range = f"bytes={first.offset}-{last.offset + last.size - 1}"
             for attempt in range(self.retry.max_attempts):

@@ -4,7 +4,7 @@ import solutions.ex15_exactly_once as _honest
 from solutions.ex15_exactly_once import *  # noqa: F403
 
 
-class _Window(_honest._Window):
+class AimdWindow(_honest.AimdWindow):
     def release(self, ticket, slowdown):
         limit = self.limit
         super().release(ticket, slowdown)
@@ -12,4 +12,4 @@ class _Window(_honest._Window):
             self.limit = min(self.limit, limit)  # planted: no additive increase
 
 
-_honest._Window = _Window
+_honest.AimdWindow = AimdWindow

@@ -5,7 +5,7 @@ import dataclasses
 import solutions.ex15_exactly_once as _honest
 from solutions.ex15_exactly_once import *  # noqa: F403
 
-_read = _honest._read
+_read = _honest.read_with_retries
 
 
 def _read_one_more(endpoint, bucket, key, retry, byte_range, gate=None):
@@ -14,4 +14,4 @@ def _read_one_more(endpoint, bucket, key, retry, byte_range, gate=None):
                  gate)
 
 
-_honest._read = _read_one_more
+_honest.read_with_retries = _read_one_more

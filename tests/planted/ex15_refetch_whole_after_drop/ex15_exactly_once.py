@@ -5,10 +5,10 @@ import solutions.ex15_exactly_once as _honest
 from solutions.ex15_exactly_once import *  # noqa: F403
 
 
-class _Transfer(_honest._Transfer):
+class Transfer(_honest.Transfer):
     def attempt(self):
         self.data = bytearray()  # planted: what arrived before the cut is dropped, the next attempt starts over
         super().attempt()
 
 
-_honest._Transfer = _Transfer  # read_object and read_objects look it up in the solution's module
+_honest.Transfer = Transfer  # read_object and read_objects look it up in the solution's module

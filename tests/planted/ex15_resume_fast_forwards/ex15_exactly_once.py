@@ -15,4 +15,5 @@ class RemoteEpochs(_honest.RemoteEpochs):
     def __iter__(self):
         start, self._resume_at = self._resume_at, 0
         self.samples_received = start
-        return self._batches(_after(self._read(self.share()), start))   # planted: reads the skipped samples too
+        everything = self.read_samples(self.share())   # planted: reads the skipped samples too
+        return self.counted_batches(_after(everything, start))

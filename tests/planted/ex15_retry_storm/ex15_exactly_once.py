@@ -5,9 +5,9 @@ import solutions.ex15_exactly_once as _honest
 from solutions.ex15_exactly_once import *  # noqa: F403
 
 
-class _Window(_honest._Window):
+class AimdWindow(_honest.AimdWindow):
     def release(self, ticket, slowdown):
         super().release(ticket, False)  # planted: a SlowDown is not back-pressure
 
 
-_honest._Window = _Window
+_honest.AimdWindow = AimdWindow

@@ -5,10 +5,10 @@ import solutions.ex15_exactly_once as _honest
 from solutions.ex15_exactly_once import *  # noqa: F403
 
 
-class _Transfer(_honest._Transfer):
-    def _check(self, answer, start, ranged):
+class Transfer(_honest.Transfer):
+    def check_answer(self, answer, start, ranged):
         if not ranged:  # planted: neither the status nor the Content-Range of a ranged answer is looked at
             self.last = answer["ContentLength"] - 1
 
 
-_honest._Transfer = _Transfer
+_honest.Transfer = Transfer
