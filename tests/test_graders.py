@@ -297,7 +297,8 @@ def test_graders_of_exercises_that_start_processes_are_marked_for_spawn(exercise
     starts = any(word in solution for word in PROCESS_WORDS)
     marked = catalog.find(exercise).starts_processes
     assert starts == marked, (f"{exercise}: its solution {'starts' if starts else 'starts no'} worker processes; "
-                              f"{'add' if starts else 'remove'} `pytestmark = pytest.mark.starts_processes` in grader/test_{exercise}.py")
+                              f"{'add' if starts else 'remove'} `starts_processes` in grader/test_{exercise}.py (its "
+                              "pytestmark, or each check that starts them)")
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
