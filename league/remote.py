@@ -47,8 +47,8 @@ from loaderlab.storage.bucket import RemoteSplit, index_key, remote_split
 from loaderlab.storage.server import Endpoint
 from loaderlab.tar_shards import LABEL_SUFFIX
 
-from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Setup, Reiterable, peer_pin
-from league.table import (RESULT_PREFIX, Row, entry_builder, child_result, crashed, gate, gate_all, outcome,
+from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Reiterable, Setup, peer_pin
+from league.table import (RESULT_PREFIX, Row, child_result, crashed, entry_builder, gate, gate_all, outcome,
                           rotated)
 
 NETWORK_PROFILE = "region"
