@@ -66,7 +66,7 @@ class Exercise:
     name: str
     notebook: str
     checks: tuple[Check, ...]
-    starts_processes: bool  # its file's `pytestmark = pytest.mark.starts_processes`: graded under spawn too
+    starts_processes: bool  # `starts_processes` on its file (`pytestmark`) or on a check: graded under spawn too
     needs_storage: bool     # its file's `pytestmark = pytest.mark.usefixtures("s3_server")`: module 10's S3 server
 
     @property
@@ -104,9 +104,16 @@ def exercise_names() -> list[str]:
 @cache
 def exercises() -> tuple[Exercise, ...]:
     """Every exercise that has a grader file, in course order."""
-    return tuple(Exercise(name, _notebook_of(name), _checks_of(name), "starts_processes" in declared(name)[0],
+    return tuple(Exercise(name, _notebook_of(name), _checks_of(name), _starts_processes(name),
                           "usefixtures(s3_server)" in declared(name)[0])
                  for name in exercise_names())
+
+
+def _starts_processes(exercise: str) -> bool:
+    """Marked `starts_processes`: on the file when its checks start worker processes, on each check that does where
+    the others start none (exercise 15: its real ranks; the others run threads)."""
+    file_marks, checks = declared(exercise)
+    return "starts_processes" in file_marks or any("starts_processes" in check.marks for check in checks)
 
 
 def find(exercise: str) -> Exercise:

@@ -236,7 +236,7 @@ def _thread_crops(setup: Setup, crop: Callable[[Path], Any], stack: Callable[[li
                 chunk = samples[start : start + setup.batch_size]
                 yield stack(list(pool.map(crop, [s.path for s in chunk]))), np.array([s.label for s in chunk])
 
-    return _Reiterable(batches)
+    return Reiterable(batches)
 
 
 def _centre_crop(image: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -468,7 +468,7 @@ def skips_the_crop(setup: Setup) -> Iterable[Any]:
             images = [np.asarray(Image.open(s.path).convert("RGB").resize((CROP, CROP), Image.BILINEAR)) for s in chunk]
             yield np.stack(images).transpose(0, 3, 1, 2), np.array([s.label for s in chunk])
 
-    return _Reiterable(batches)
+    return Reiterable(batches)
 
 
 def applies_exif_orientation(setup: Setup) -> Iterable[Any]:
@@ -479,7 +479,9 @@ def applies_exif_orientation(setup: Setup) -> Iterable[Any]:
     return _opencv_crops(setup, cv2.IMREAD_COLOR_RGB)
 
 
-class _Reiterable:
+class Reiterable:
+    """An iterable whose every pass is a fresh `make()` (a loader the league iterates once to gate it, again to time it)."""
+
     def __init__(self, make: Callable[[], Iterator[Any]]) -> None:
         self.make = make
 

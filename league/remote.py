@@ -1,8 +1,8 @@
 """The league from object storage: `python -m league --source s3` (`make league SOURCE=s3`).
 
 The same work as the local league (read, decode, 256 resize + 224 centre crop, uint8 batches of 64 with labels), with
-the bytes coming from module 10's S3 server (`shared_server()`, the profile's dataset uploaded by `upload_dataset`
-when the bucket lacks it) through one emulating proxy for the whole run, profile `region` (50 ms first-byte latency,
+the bytes coming from module 10's S3 server through one emulating proxy for the whole run (`storage_session`: the
+run's server, the profile's dataset uploaded when the bucket lacks it), profile `region` (50 ms first-byte latency,
 50 MB/s per connection, 200 MB/s in all, 150 GETs/s per prefix). The league reads the first `images` samples of the
 split (all of it by default), named in an index of its own in the bucket (`league/<split>-<n>.json`, the split's
 index cut to them, so exercise 15's `RemoteEpochs` reads them too).
@@ -35,19 +35,20 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from loaderlab.images import draft_center_crop, linked_split, list_samples
+from loaderlab.images import Sample, draft_center_crop, linked_split, list_samples
 from loaderlab.machine import usable_cores
-from loaderlab.paths import dataset_dir
+from loaderlab.storage.bucket import RemoteSplit, index_key, remote_split
+from loaderlab.storage.server import Endpoint
 from loaderlab.tar_shards import LABEL_SUFFIX
 
-from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Setup, _Reiterable, peer_pin
-from league.table import (RESULT_PREFIX, Row, _builder, child_result, crashed, gate, gate_all, outcome,
+from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Reiterable, Setup, peer_pin
+from league.table import (RESULT_PREFIX, Row, child_result, crashed, entry_builder, gate, gate_all, outcome,
                           rotated)
 
 NETWORK_PROFILE = "region"
@@ -64,37 +65,33 @@ PRESIGN_EXPIRES_S = 3600
 @dataclass(frozen=True)
 class RemoteSetup:
     """The league's selection in the bucket, reached through the proxy, and the same images on the local disk (the
-    gate's reference and the decode ceiling's input)."""
+    gate's reference and the decode ceiling's input). A child process reads it from the file `write_setup` wrote."""
 
-    url: str                 # the proxy's URL: every entry's requests go through it
-    access_key: str
-    secret_key: str
-    region: str
+    endpoint: Endpoint       # the proxy's URL with the server's keys: every entry's requests go through it
     bucket: str
-    index_key: str           # the league's index: bucket.py's index format, cut to the selection
-    objects: tuple[tuple[str, str, int], ...]   # (sample key, object key, label), in the split's order
-    shard_keys: tuple[str, ...]                  # the shards that hold the selection, in order
+    selection: RemoteSplit   # the league's index (bucket.py's, cut to the selection) and its key in the bucket
     root: str                # the selection's local files (an ImageFolder tree of links)
     batch_size: int = BATCH
 
-    def endpoint(self) -> Any:
-        from loaderlab.storage.server import Endpoint
-
-        return Endpoint(self.url, self.access_key, self.secret_key, self.region)
-
     def keys(self) -> frozenset[str]:
-        return frozenset(key for key, _, _ in self.objects)
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self)))
-        path.chmod(0o600)  # it holds the server's keys
+        return frozenset(sample.key for sample in self.selection.samples)
 
     @classmethod
     def load(cls, path: Path) -> RemoteSetup:
+        """The setup `write_setup` wrote to `path`."""
         data = json.loads(path.read_text())
-        data["objects"] = tuple(tuple(row) for row in data["objects"])
-        data["shard_keys"] = tuple(data["shard_keys"])
-        return cls(**data)
+        selection = replace(remote_split(SPLIT, data["index"]), index_key=data["index_key"])
+        return cls(Endpoint.from_env(data["endpoint"]), data["bucket"], selection, data["root"], data["batch_size"])
+
+
+def write_setup(path: Path, endpoint: Endpoint, bucket: str, key: str, index: dict[str, Any],
+                root: Path) -> None:
+    """Write the setup of a child process to `path` (only this user may read it: it holds the server's keys): the
+    endpoint as its one serialisation (`Endpoint.env()`), the league's index document as the bucket holds it at
+    `key`, the local tree of links `root`."""
+    path.touch(mode=0o600)
+    path.write_text(json.dumps({"endpoint": endpoint.env(), "bucket": bucket, "index_key": key, "index": index,
+                                "root": str(root), "batch_size": BATCH}))
 
 
 # ---- shared pieces: tar members, decoding threads ---------------------------------------------------------------
@@ -144,21 +141,22 @@ def _ex14_shards(module: Any, setup: RemoteSetup,
     wanted = setup.keys()
 
     def samples() -> Iterator[tuple[str, bytes, int]]:
-        shards = module.fetch_in_flight(setup.endpoint(), setup.bucket, setup.shard_keys, SHARDS_IN_FLIGHT)
+        shards = module.fetch_in_flight(setup.endpoint, setup.bucket, setup.selection.shard_keys, SHARDS_IN_FLIGHT)
         for data in shards:
             yield from (sample for sample in tar_samples(data) if sample[0] in wanted)
 
-    return _Reiterable(lambda: decoded_batches(samples(), setup.batch_size, decode))
+    return Reiterable(lambda: decoded_batches(samples(), setup.batch_size, decode))
 
 
 def _ex14_objects(module: Any, setup: RemoteSetup) -> Iterable[Any]:
     def samples() -> Iterator[tuple[str, bytes, int]]:
-        objects = module.fetch_in_flight(setup.endpoint(), setup.bucket, [o for _, o, _ in setup.objects],
+        samples = setup.selection.samples
+        objects = module.fetch_in_flight(setup.endpoint, setup.bucket, [s.object_key for s in samples],
                                          OBJECTS_IN_FLIGHT)
-        for (key, _, label), data in zip(setup.objects, objects):
-            yield key, data, label
+        for sample, data in zip(samples, objects):
+            yield sample.key, data, sample.label
 
-    return _Reiterable(lambda: decoded_batches(samples(), setup.batch_size))
+    return Reiterable(lambda: decoded_batches(samples(), setup.batch_size))
 
 
 def ex14_shards_solution(setup: RemoteSetup) -> Iterable[Any]:
@@ -194,13 +192,13 @@ def ex14_shards_yours(setup: RemoteSetup) -> Iterable[Any]:
 
 def _ex15(module: Any, setup: RemoteSetup) -> Iterable[Any]:
     def batches() -> Iterator[tuple[str, bytes, int]]:
-        epochs = module.RemoteEpochs(setup.endpoint(), setup.bucket, setup.index_key, setup.batch_size,
+        epochs = module.RemoteEpochs(setup.endpoint, setup.bucket, setup.selection.index_key, setup.batch_size,
                                num_workers=SHARDS_IN_FLIGHT, seed=0)
         epochs.set_epoch(0)
         for batch in epochs:
             yield from ((sample.key, sample.data, sample.label) for sample in batch)
 
-    return _Reiterable(lambda: decoded_batches(batches(), setup.batch_size))
+    return Reiterable(lambda: decoded_batches(batches(), setup.batch_size))
 
 
 def ex15_solution(setup: RemoteSetup) -> Iterable[Any]:
@@ -234,16 +232,16 @@ class _ObjectDataset:
         self.setup, self.client, self.transform = setup, None, _tutorial_transform()
 
     def __len__(self) -> int:
-        return len(self.setup.objects)
+        return len(self.setup.selection.samples)
 
     def __getitem__(self, index: int) -> tuple[Any, int, str]:
         from PIL import Image
 
         if self.client is None:
-            self.client = self.setup.endpoint().client()
-        key, object_key, label = self.setup.objects[index]
-        data = self.client.get_object(Bucket=self.setup.bucket, Key=object_key)["Body"].read()
-        return self.transform(Image.open(io.BytesIO(data)).convert("RGB")), label, key
+            self.client = self.setup.endpoint.client()
+        sample = self.setup.selection.samples[index]
+        data = self.client.get_object(Bucket=self.setup.bucket, Key=sample.object_key)["Body"].read()
+        return self.transform(Image.open(io.BytesIO(data)).convert("RGB")), sample.label, sample.key
 
     def __getstate__(self) -> dict[str, Any]:
         return self.__dict__ | {"client": None}
@@ -264,9 +262,9 @@ def webdataset_http(setup: RemoteSetup) -> Iterable[Any]:
     shard entries' requests in flight; a worker per core would keep only that many shards in flight)."""
     import webdataset as wds
 
-    signer = setup.endpoint().client()
+    signer = setup.endpoint.client()
     urls = [signer.generate_presigned_url("get_object", Params={"Bucket": setup.bucket, "Key": key},
-                                          ExpiresIn=PRESIGN_EXPIRES_S) for key in setup.shard_keys]
+                                          ExpiresIn=PRESIGN_EXPIRES_S) for key in setup.selection.shard_keys]
     wanted = setup.keys()
     dataset = (wds.WebDataset(urls, shardshuffle=False).select(lambda sample: sample["__key__"] in wanted)
                .decode("pil").to_tuple("jpg;jpeg;png", "cls", "__key__")
@@ -280,8 +278,9 @@ def obstore_objects(setup: RemoteSetup) -> Iterable[Any]:
     import obstore
     from obstore.store import S3Store
 
-    store = S3Store(setup.bucket, endpoint=setup.url, access_key_id=setup.access_key,
-                    secret_access_key=setup.secret_key, region=setup.region, virtual_hosted_style_request=False,
+    endpoint = setup.endpoint
+    store = S3Store(setup.bucket, endpoint=endpoint.url, access_key_id=endpoint.access_key,
+                    secret_access_key=endpoint.secret_key, region=endpoint.region, virtual_hosted_style_request=False,
                     client_options={"allow_http": True})
 
     async def fetch(keys: Sequence[str]) -> list[bytes]:
@@ -297,14 +296,15 @@ def obstore_objects(setup: RemoteSetup) -> Iterable[Any]:
         loop = asyncio.new_event_loop()
         try:
             step = 2 * setup.batch_size
-            for start in range(0, len(setup.objects), step):
-                chunk = setup.objects[start : start + step]
-                for (key, _, label), data in zip(chunk, loop.run_until_complete(fetch([o for _, o, _ in chunk]))):
-                    yield key, data, label
+            samples = setup.selection.samples
+            for start in range(0, len(samples), step):
+                chunk = samples[start : start + step]
+                for sample, data in zip(chunk, loop.run_until_complete(fetch([s.object_key for s in chunk]))):
+                    yield sample.key, data, sample.label
         finally:
             loop.close()
 
-    return _Reiterable(lambda: decoded_batches(samples(), setup.batch_size))
+    return Reiterable(lambda: decoded_batches(samples(), setup.batch_size))
 
 
 class _S3TarSamples:
@@ -330,13 +330,14 @@ def s3torchconnector_shards(setup: RemoteSetup) -> Iterable[Any]:
     from s3torchconnector import S3ClientConfig, S3IterableDataset
     from torch.utils.data import DataLoader, IterableDataset
 
-    os.environ |= {"AWS_ACCESS_KEY_ID": setup.access_key, "AWS_SECRET_ACCESS_KEY": setup.secret_key}
-    shards = S3IterableDataset.from_objects([f"s3://{setup.bucket}/{key}" for key in setup.shard_keys],
-                                            region=setup.region, endpoint=setup.url, enable_sharding=True,
+    endpoint = setup.endpoint
+    os.environ |= {"AWS_ACCESS_KEY_ID": endpoint.access_key, "AWS_SECRET_ACCESS_KEY": endpoint.secret_key}
+    shards = S3IterableDataset.from_objects([f"s3://{setup.bucket}/{key}" for key in setup.selection.shard_keys],
+                                            region=endpoint.region, endpoint=endpoint.url, enable_sharding=True,
                                             s3client_config=S3ClientConfig(force_path_style=True))
     dataset = type("S3TarSamples", (_S3TarSamples, IterableDataset), {})(shards, setup.keys())
     return DataLoader(dataset, batch_size=setup.batch_size,
-                      num_workers=min(SHARDS_IN_FLIGHT, len(setup.shard_keys)))
+                      num_workers=min(SHARDS_IN_FLIGHT, len(setup.selection.shard_keys)))
 
 
 # ---- the roster ---------------------------------------------------------------------------------------------------
@@ -404,14 +405,14 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
     from loaderlab.bench import count_batch, measure
     from loaderlab.storage.netem import Network
 
-    build = _builder(entry)
+    build = entry_builder(entry)
     local = Setup(Path(setup.root), Path(setup.root), setup.batch_size)
     source = local if entry in LOCAL_ROWS else setup
 
     def run() -> dict[str, Any]:
         if mode == "check":
             return {"status": "passed", "note": gate(build(source), list_samples(setup.root), setup.batch_size)}
-        network = Network(setup.url)
+        network = Network(setup.endpoint.url)
         measure(lambda: build(source), count=count_batch, max_items=2 * setup.batch_size)
         network.reset()
         timed = measure(lambda: build(source), count=count_batch)
@@ -463,38 +464,28 @@ def run_remote_league(profile: str, rounds: int, images: int | None, names: list
                       run_entry: Callable[[Entry, Path, str], dict[str, Any]] = in_child) -> dict[str, Any]:
     """Gate every entry, then time those that pass over `rounds` interleaved rounds, all through one proxy; the
     league as a dict (the settings, the ceilings, each row with its speeds and the proxy's counts per image)."""
-    from loaderlab.storage.bucket import index_key, upload_dataset
-    from loaderlab.storage.netem import PROFILES, emulated_network
-    from loaderlab.storage.server import shared_server
-    from loaderlab.tar_shards import sample_key
+    from loaderlab.storage.netem import PROFILES
+    from loaderlab.storage.session import storage_session
 
     entries = [REMOTE_BY_NAME[n] for n in names]
     rows = {e.name: RemoteRow(e.name, e.title, "ceiling" if e is CEILING else "reference" if e in LOCAL_REFERENCES
                               else "ranked", yours=e.learner, in_flight=IN_FLIGHT.get(e.name, "")) for e in entries}
     network_profile = PROFILES[NETWORK_PROFILE]
-    with shared_server() as endpoint:
-        dataset = upload_dataset(endpoint, profile)
-        client = endpoint.client()
+    with storage_session(NETWORK_PROFILE, profile) as storage:
+        client = storage.server.client()
         try:
-            index = league_index(json.loads(client.get_object(Bucket=dataset.bucket, Key=index_key(SPLIT))["Body"]
+            index = league_index(json.loads(client.get_object(Bucket=storage.bucket, Key=index_key(SPLIT))["Body"]
                                             .read()), images)
             key = f"{LEAGUE_INDEX_PREFIX}{SPLIT}-{len(index['samples'])}.json"
-            client.put_object(Bucket=dataset.bucket, Key=key, Body=json.dumps(index).encode())
+            client.put_object(Bucket=storage.bucket, Key=key, Body=json.dumps(index).encode())
         finally:
             client.close()
-        chosen = {s["key"] for s in index["samples"]}
-        local = [s for s in list_samples(dataset_dir(profile) / SPLIT) if sample_key(s) in chosen]
-        if len(local) != len(chosen):
-            raise RuntimeError(f"the bucket's index names {len(chosen)} samples, the local split holds "
-                               f"{len(local)} of them: upload the dataset again")
-        mean_bytes = statistics.fmean(s["size"] for s in index["samples"])
-        with emulated_network(endpoint, NETWORK_PROFILE) as network, linked_split(local) as (root, _), \
-                tempfile.TemporaryDirectory(prefix="loaderlab-league-s3-") as work:
-            setup = RemoteSetup(network.url, endpoint.access_key, endpoint.secret_key, endpoint.region,
-                                dataset.bucket, key, tuple((s["key"], s["object"], s["label"]) for s in index["samples"]),
-                                tuple(s["key"] for s in index["shards"]), str(root))
+        selection = remote_split(SPLIT, index).samples
+        local = [Sample(storage.dataset.local_file(SPLIT, sample), sample.label) for sample in selection]
+        mean_bytes = statistics.fmean(sample.size for sample in selection)
+        with linked_split(local) as (root, _), tempfile.TemporaryDirectory(prefix="loaderlab-league-s3-") as work:
             setup_file = Path(work) / "setup.json"
-            setup.save(setup_file)
+            write_setup(setup_file, storage.endpoint, storage.bucket, key, index, root)
             timed = gate_all(entries, rows, lambda entry: run_entry(entry, setup_file, "check"), (CEILING,), log)
             for number in range(rounds):
                 for entry in rotated(timed, number):

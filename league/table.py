@@ -134,7 +134,8 @@ def gate(batches: Iterable[Any], samples: list[Sample], batch_size: int) -> str:
 
 # ---- one entry in its own process --------------------------------------------------------------------
 
-def _builder(entry: Entry) -> Callable[[Setup], Iterable[Any]]:
+def entry_builder(entry: Entry) -> Callable[[Setup], Iterable[Any]]:
+    """The function that builds `entry`'s loader from a setup: its `build` ("module:function"), imported."""
     module, function = entry.build.split(":")
     return getattr(importlib.import_module(module), function)
 
@@ -143,7 +144,7 @@ def run_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
     """In the entry's own process: `check` runs the gate on one pass; `time` warms up, then times one full pass."""
     from loaderlab.bench import count_batch, measure
 
-    build = _builder(entry)
+    build = entry_builder(entry)
     setup = Setup(setup.root, setup.shards, entry.batch_size)
 
     def run() -> dict[str, Any]:

@@ -297,7 +297,8 @@ def test_graders_of_exercises_that_start_processes_are_marked_for_spawn(exercise
     starts = any(word in solution for word in PROCESS_WORDS)
     marked = catalog.find(exercise).starts_processes
     assert starts == marked, (f"{exercise}: its solution {'starts' if starts else 'starts no'} worker processes; "
-                              f"{'add' if starts else 'remove'} `pytestmark = pytest.mark.starts_processes` in grader/test_{exercise}.py")
+                              f"{'add' if starts else 'remove'} `starts_processes` in grader/test_{exercise}.py (its "
+                              "pytestmark, or each check that starts them)")
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
@@ -317,11 +318,13 @@ def test_checks_covered_under_spawn_name_a_check_the_spawn_pass_runs(exercise: s
     """`make test` skips `spawn_covered_by(check)` checks under spawn: the check named must be of the same exercise,
     start workers, and be graded under spawn itself (by the spawn pass, or as a spawn case of its own)."""
     checks = {check.name: check for check in catalog.find(exercise).checks}
+    whole_file = "starts_processes" in catalog.declared(exercise)[0]
     for name, check in checks.items():
         if "spawn_covered_by" not in check.marks:
             continue
         covering = check.marks["spawn_covered_by"][0]
         other = checks.get(covering)
         assert other is not None, f"{exercise}: {name} is spawn_covered_by({covering!r}), which is not a check of it"
-        assert "spawn_covered_by" not in other.marks and not other.timed, (
+        runs_under_spawn = whole_file or "starts_processes" in other.marks
+        assert runs_under_spawn and "spawn_covered_by" not in other.marks and not other.timed, (
             f"{exercise}: {name} is covered by {covering}, which the spawn pass does not run either")

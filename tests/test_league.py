@@ -21,6 +21,8 @@ from loaderlab.images import file_kind, linked_split, reference_crop
 from loaderlab.machine import usable_cores
 from loaderlab.tar_shards import sample_key
 from loaderlab.paths import REPO_ROOT
+from loaderlab.storage.bucket import RemoteSplit, StoredSample
+from loaderlab.storage.server import Endpoint
 
 IMAGES = 12
 
@@ -116,7 +118,7 @@ def test_a_peer_that_does_the_leagues_work_passes_the_gate(setup: league.Setup, 
     if not league._has_module(module):
         pytest.skip(f"{module} is not installed ({entries.BY_NAME[name].install})")
     entry = entries.BY_NAME[name]
-    note = league.gate(league._builder(entry)(setup), league.list_samples(setup.root), setup.batch_size)
+    note = league.gate(league.entry_builder(entry)(setup), league.list_samples(setup.root), setup.batch_size)
     assert "uint8" in note
 
 
@@ -210,6 +212,25 @@ def test_the_leagues_index_is_the_splits_cut_to_its_first_images() -> None:
     assert remote.league_index(index, None) == index
 
 
+def test_a_child_reads_the_setup_the_league_wrote_with_the_endpoint_and_index_typed(tmp_path: Path) -> None:
+    """The setup file holds the endpoint as its one serialisation and the league's index document; a child reads back
+    the endpoint and the typed index (at the league's key), and no other user may read the file (it holds keys)."""
+    from league import remote
+
+    endpoint = Endpoint("http://127.0.0.1:9", "AK", "SK", "eu-west-1")
+    index = {"split": "train", "shards": [{"key": "shards/train/shard-00000.tar"}],
+             "samples": [{"key": "circles/x", "label": 3, "object": "images-0/train/circles/x.jpg",
+                          "shard": "shards/train/shard-00000.tar", "offset": 512, "size": 9}]}
+    path = tmp_path / "setup.json"
+    remote.write_setup(path, endpoint, "bucket", "league/train-1.json", index, tmp_path / "links")
+    setup = remote.RemoteSetup.load(path)
+    assert setup.endpoint == endpoint and setup.bucket == "bucket" and setup.root == str(tmp_path / "links")
+    assert setup.selection == RemoteSplit((StoredSample("circles/x", 3, "images-0/train/circles/x.jpg",
+                                                        "shards/train/shard-00000.tar", 512, 9),),
+                                          ("shards/train/shard-00000.tar",), "league/train-1.json")
+    assert setup.keys() == {"circles/x"} and path.stat().st_mode & 0o077 == 0
+
+
 def test_the_command_line_refuses_an_entry_of_the_other_source(capsys: pytest.CaptureFixture[str]) -> None:
     from league.cli import main
 
@@ -228,8 +249,9 @@ def test_the_peers_that_read_shards_keep_as_many_in_flight_as_the_courses_shard_
     says; the naive DataLoader alone keeps a worker per core."""
     from league import remote
 
-    setup = remote.RemoteSetup("http://127.0.0.1:9", "AK", "SK", "us-east-1", "bucket", "league/train-320.json", (),
-                               tuple(f"shards/train/shard-{i:05d}.tar" for i in range(20)), str(tmp_path))
+    shards = tuple(f"shards/train/shard-{i:05d}.tar" for i in range(20))
+    setup = remote.RemoteSetup(Endpoint("http://127.0.0.1:9", "AK", "SK"), "bucket",
+                               RemoteSplit((), shards, "league/train-320.json"), str(tmp_path))
     (loader,) = remote.webdataset_http(setup).pipeline
     assert loader.num_workers == remote.SHARDS_IN_FLIGHT
     if importlib.util.find_spec("s3torchconnector") is not None:

@@ -293,8 +293,9 @@ def test_read_index_reads_the_split_the_bucket_layout_writes(served) -> None:
 
 
 def test_the_lab_stops_its_proxy_and_removes_its_work_folder_on_close(served, monkeypatch) -> None:
-    """What notebook 10's first cell starts, its last cell stops (and the interpreter's exit, through atexit). The
-    server is the run's, announced as `make storage` or the test session announces it (one server per data folder)."""
+    """What notebook 10's first cell starts (its StorageSession: the server, the data, the proxy), its last cell stops
+    (and the interpreter's exit, through atexit). The server is the run's, announced as `make storage` or the test
+    session announces it (one server per data folder)."""
     import urllib.error
     import urllib.request
 
@@ -306,6 +307,8 @@ def test_the_lab_stops_its_proxy_and_removes_its_work_folder_on_close(served, mo
     try:
         assert registered == [lab.close] and lab.work.is_dir()
         assert lab.network.stats().requests == 0
+        assert lab.endpoint.url == lab.network.url != lab.server.url, "lab.endpoint: the server through the proxy"
+        assert lab.split("train").samples and lab.bucket == lab.dataset.bucket
         assert m10.read_index(lab.client(), lab.bucket, "train").samples
     finally:
         lab.close()

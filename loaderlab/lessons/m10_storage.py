@@ -29,12 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from loaderlab.storage.bucket import RemoteSplit, StoredSample, index_key, remote_split
 from loaderlab.storage.netem import RATE_WINDOW_S
-
-if TYPE_CHECKING:
-    from loaderlab.storage.bucket import StoredSample
+from loaderlab.storage.session import StorageSession, storage_session
 
 LIST_PAGE_KEYS = 1000  # the most keys one ListObjectsV2 answer holds (S3 API reference: "up to 1,000")
 REQUEST_TIMEOUT_S = 30  # a request that sends nothing for this long is an error, not a hang
@@ -211,11 +210,9 @@ def list_keys(client: Any, bucket: str, prefix: str, page_keys: int = LIST_PAGE_
             return Listing(sizes, pages, time.perf_counter() - start)
 
 
-def read_index(client: Any, bucket: str, split: str) -> Any:
+def read_index(client: Any, bucket: str, split: str) -> RemoteSplit:
     """The split's shard index, read with one GET (no LIST), as a `loaderlab.storage.bucket.RemoteSplit`: every
     sample's key, label, object key, shard key, and offset and size in its shard."""
-    from loaderlab.storage.bucket import index_key, remote_split
-
     return remote_split(split, json.loads(get_bytes(client, bucket, Get(index_key(split)))))
 
 
@@ -432,27 +429,20 @@ class PaperJob:
 
 # ---- the notebook's server, proxy and data -----------------------------------------------------------------------
 
-@dataclass
-class StorageLab:
-    """The notebook's S3 server (or the one of this run), its data, and the emulating proxy in front of it.
-
-    `close()` stops what was started here (also at interpreter exit), and removes the local work folder.
+@dataclass(frozen=True)
+class StorageLab(StorageSession):
+    """The notebook's storage session (the server, the course's data in it, the proxy in front: `StorageSession`),
+    with what is the notebook's own: a local work folder, clients with the notebook's options, and `close()`, which
+    stops what the session started (also at interpreter exit) and removes the work folder.
     """
 
-    endpoint: Any   # loaderlab.storage.server.Endpoint, the server itself
-    remote: Any     # loaderlab.storage.bucket.RemoteDataset
-    network: Any    # loaderlab.storage.netem.Network, the proxy
-    work: Path      # a local folder for this notebook's files (the shard cache)
+    work: Path      # a local folder for this notebook's files (the shard cache, curl's output)
     _stack: ExitStack = field(repr=False)
-
-    @property
-    def bucket(self) -> str:
-        return self.remote.bucket
 
     def client(self, in_flight: int = 1, through_proxy: bool = True, **config: Any) -> Any:
         """A boto3 client with a pool of `in_flight` connections, through the proxy unless told otherwise, with
         botocore's standard retries (3 attempts) and timeouts."""
-        endpoint = self.endpoint.through(self.network.url) if through_proxy else self.endpoint
+        endpoint = self.endpoint if through_proxy else self.server
         options = {"max_pool_connections": max(10, in_flight), "retries": {"mode": "standard", "max_attempts": 3},
                    "connect_timeout": REQUEST_TIMEOUT_S, "read_timeout": REQUEST_TIMEOUT_S}
         return endpoint.client(**(options | config))
@@ -462,23 +452,18 @@ class StorageLab:
 
 
 def start_lab(profile: str, network_profile: str = "loopback") -> StorageLab:
-    """Start (or join) the S3 server, upload the `profile` dataset unless it is there, start the proxy with
-    `network_profile`, and make a work folder; all of it stopped by `StorageLab.close()` or at interpreter exit."""
-    from loaderlab.storage.bucket import upload_dataset
-    from loaderlab.storage.netem import emulated_network
-    from loaderlab.storage.server import shared_server
-
+    """`storage_session(network_profile, profile)` (the run's S3 server or one of its own, the `profile` dataset in
+    it, a proxy with `network_profile`) and a work folder; all of it stopped by `StorageLab.close()` or at
+    interpreter exit."""
     stack = ExitStack()
     try:
-        endpoint = stack.enter_context(shared_server())
-        remote = upload_dataset(endpoint, profile)
-        network = stack.enter_context(emulated_network(endpoint, network_profile))
+        session = stack.enter_context(storage_session(network_profile, profile))
         work = Path(tempfile.mkdtemp(prefix="loaderlab-10-"))
         stack.callback(shutil.rmtree, work, ignore_errors=True)
     except BaseException:
         stack.close()
         raise
-    lab = StorageLab(endpoint, remote, network, work, stack)
+    lab = StorageLab(session.server, session.dataset, session.network, work, stack)
     atexit.register(lab.close)
     return lab
 
