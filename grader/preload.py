@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from loaderlab.paths import REPO_ROOT
+from loaderlab.processes import stop_tree
 
 FRESH_INTERPRETER_ENV = "LOADERLAB_FRESH_INTERPRETER"
 # Waiting processes kept per grading session: a grade runs exercise after exercise, so 2 suffice; the
@@ -94,12 +95,8 @@ class WaitingProcess:
         return None if reply is None else int(reply["returncode"])
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream:
-                stream.close()
+        """Stop the waiting process, and a child of it still running (`stop_tree`: killed, its pipes closed)."""
+        stop_tree(self.process, grace_s=0)
 
 
 _waiting: OrderedDict[tuple[str, str], WaitingProcess] = OrderedDict()

@@ -26,6 +26,7 @@ from grader.hints import crash_advice
 from grader.results import ERROR, FAIL, PASS, SKIPPED, TIMEOUT, CheckResult
 from loaderlab.machine import total_ram_bytes, usable_cores
 from loaderlab.paths import REPO_ROOT
+from loaderlab.processes import stop_processes
 
 OUTPUT_TAIL_CHARS = 2000
 MEMORY_CAP_ENV = "LOADERLAB_MEMORY_CAP_GB"   # overrides the default cap below
@@ -107,20 +108,19 @@ def _kill_group(pid: int) -> None:
 
 
 def _end_session(pid: int) -> None:
-    """Kill what is left of the check's process group, multiprocessing's resource trackers last: once the others are
-    gone, a tracker unlinks the named semaphores they leaked and exits by itself (killed first, it cannot)."""
-    trackers = []
+    """Kill what is left of the check's process group (`stop_processes`), multiprocessing's resource trackers last:
+    once the others are gone, a tracker unlinks the named semaphores they leaked and exits by itself (killed first,
+    it cannot). The group's SIGKILL at the end takes a tracker still there, and whatever started meanwhile."""
+    trackers, others = [], []
     for member in psutil.pids():
         try:
             if member == os.getpid() or os.getpgid(member) != pid:  # a system call each: no /proc read for others
                 continue
             process = psutil.Process(member)
-            if "resource_tracker" in " ".join(process.cmdline()):
-                trackers.append(process)
-            else:
-                process.kill()
+            (trackers if "resource_tracker" in " ".join(process.cmdline()) else others).append(process)
         except (OSError, psutil.Error):
             continue
+    stop_processes(others, grace_s=0)
     psutil.wait_procs(trackers, timeout=TRACKER_EXIT_S)
     _kill_group(pid)
 

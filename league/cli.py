@@ -1,5 +1,5 @@
-"""`python -m league`: the league table's command, local (`league.table`) or from object storage (`league.remote`);
-also what each entry's own process runs (`--child`)."""
+"""`python -m league`: the league table's command, local (`league.table`) or from object storage (`league.remote`).
+Each entry's gate and timed passes run in processes of their own: `league.child`."""
 
 from __future__ import annotations
 
@@ -25,16 +25,7 @@ def main(argv: list[str] | None = None) -> None:
                         f"{', '.join(remote.REMOTE_BY_NAME)} (s3)")
     parser.add_argument("--out", type=Path, default=None,
                         help="the JSON (default .grader/league.json, or league-s3.json); the PNG goes beside it")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", choices=("check", "time"), help=argparse.SUPPRESS)
-    parser.add_argument("--root", help=argparse.SUPPRESS)
-    parser.add_argument("--shards", help=argparse.SUPPRESS)
-    parser.add_argument("--remote", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child and args.remote:
-        remote.child_main(args.child, Path(args.remote), args.mode)
-    if args.child:
-        table.child_main(args)
     s3 = args.source == "s3"
     roster = remote.REMOTE_BY_NAME if s3 else BY_NAME
     default = [e.name for e in remote.REMOTE_BY_NAME.values()] if s3 else [c.name for c in CEILINGS] + [e.name for e in ENTRIES]

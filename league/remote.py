@@ -48,8 +48,7 @@ from loaderlab.storage.server import Endpoint
 from loaderlab.tar_shards import LABEL_SUFFIX
 
 from league.entries import BATCH, CEILING, PEERS_COMMAND, SOLUTIONS_NOTE, Entry, Reiterable, Setup, peer_pin
-from league.table import (RESULT_PREFIX, Row, child_result, crashed, entry_builder, gate, gate_all, outcome,
-                          rotated)
+from league.table import Row, child_result, entry_builder, gate, gate_all, outcome, rotated
 
 NETWORK_PROFILE = "region"
 SPLIT = "train"
@@ -423,22 +422,9 @@ def run_remote_child(entry: Entry, setup: RemoteSetup, mode: str) -> dict[str, A
     return outcome(entry, run)
 
 
-def child_main(name: str, setup_file: Path, mode: str) -> None:
-    """`python -m league --child NAME --remote FILE --mode M`: one gate or timed pass, its result printed."""
-    try:
-        result = run_remote_child(REMOTE_BY_NAME[name], RemoteSetup.load(setup_file), mode)
-    except Exception as err:  # reported as the entry's crash
-        import traceback
-
-        traceback.print_exc()
-        result = crashed(err)
-    print(RESULT_PREFIX + json.dumps(result), flush=True)
-    os._exit(0)
-
-
 def in_child(entry: Entry, setup_file: Path, mode: str) -> dict[str, Any]:
     """One gate or timed pass of `entry` in a fresh process."""
-    return child_result(["--child", entry.name, "--mode", mode, "--remote", str(setup_file)])
+    return child_result(["remote", entry.name, mode, "--setup", str(setup_file)])
 
 
 # ---- the league ---------------------------------------------------------------------------------------------------

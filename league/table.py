@@ -26,17 +26,14 @@ timed too and shown under "not ranked" (greyed in the chart) with its reason, ne
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,6 +45,7 @@ from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, bey
                               linked_split, list_samples, mean_abs_difference, named, reference_crop, spread_samples)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT, dataset_dir
+from loaderlab.processes import python_environment, stop_tree
 from loaderlab.tar_shards import sample_key, write_tar_shards
 
 from league.entries import BATCH, BY_NAME, CEILINGS, Entry, Setup
@@ -175,34 +173,26 @@ def crashed(error: BaseException) -> dict[str, Any]:
     return {"status": "crashed", "note": f"{type(error).__name__}: {error}"[:300]}
 
 
-def child_main(args: argparse.Namespace) -> None:
-    entry = BY_NAME[args.child]
-    try:
-        result = run_child(entry, Setup(Path(args.root), Path(args.shards)), args.mode)
-    except Exception as err:  # reported as the entry's crash, with the last line of its traceback
-        traceback.print_exc()
-        result = crashed(err)
-    print(RESULT_PREFIX + json.dumps(result), flush=True)
-    os._exit(0)  # skip interpreter teardown: TensorFlow's and DALI's threads can make it slow
-
-
 def _in_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
-    return child_result(["--child", entry.name, "--mode", mode, "--root", str(setup.root), "--shards", str(setup.shards)])
+    return child_result(["local", entry.name, mode, "--root", str(setup.root), "--shards", str(setup.shards)])
 
 
 def child_result(arguments: list[str]) -> dict[str, Any]:
-    """Run `python -m league ARGUMENTS` (one entry's gate or timed pass) in a fresh process; its result."""
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "league", *arguments]
+    """Run `python -m league.child ARGUMENTS` (one entry's gate or timed pass) in a fresh process; its result. Past
+    CHILD_TIMEOUT_S it is stopped, with every process it started (`stop_tree`), and reported as crashed."""
+    child = subprocess.Popen([sys.executable, "-m", "league.child", *arguments], cwd=REPO_ROOT,
+                             env=python_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
     try:
-        done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+        stdout, stderr = child.communicate(timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        stop_tree(child, grace_s=0)
         return {"status": "crashed", "note": f"no result within {CHILD_TIMEOUT_S} s"}
-    for line in reversed(done.stdout.splitlines()):
+    for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
             return json.loads(line[len(RESULT_PREFIX):])
-    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"status": "crashed", "note": f"exit {done.returncode}: {tail}"[:300]}
+    tail = (stderr.strip().splitlines() or ["no output"])[-1]
+    return {"status": "crashed", "note": f"exit {child.returncode}: {tail}"[:300]}
 
 
 # ---- the league ---------------------------------------------------------------------------------------

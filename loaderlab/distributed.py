@@ -36,6 +36,8 @@ from typing import Any
 
 import psutil
 
+from loaderlab.processes import stop_tree
+
 LOOPBACK = "127.0.0.1"
 RETURNED, RAISED, HUNG, DIED, STOPPED = "returned", "raised", "hung", "died", "stopped"
 JOINED = "joined"         # a rank's first message: it is in the group, the run's time limit may start
@@ -175,30 +177,9 @@ def _reply(reply: Connection, outcome: tuple[str, Any], when: float) -> None:
 
 def kill_tree(process: multiprocessing.process.BaseProcess, timeout_s: float = EXIT_WAIT_S) -> None:
     """SIGKILL a process and every process it started (DataLoader workers, say), as a machine that dies would, and
-    reap it. The descendants go first: forked, they hold the process's end of the pipe that join() waits on. Then
-    wait until each descendant is dead: a zombie counts (reparented to init, it is reaped whenever init gets to it)."""
-    try:
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    for descendant in descendants:
-        try:
-            descendant.kill()
-        except psutil.Error:
-            pass
-    process.kill()
-    process.join(timeout_s)
-    deadline = time.monotonic() + timeout_s
-    for descendant in descendants:
-        while time.monotonic() < deadline and _running(descendant):
-            time.sleep(0.01)
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    reap it; up to `timeout_s` for them all to be gone (`loaderlab.processes.stop_tree` with no grace: the
+    descendants first, since, forked, they hold the process's end of the pipe that join() waits on)."""
+    stop_tree(process, grace_s=0, kill_wait_s=timeout_s)
 
 
 def _stack_of(process: multiprocessing.process.BaseProcess, stack_file: Path) -> str:

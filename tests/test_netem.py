@@ -14,6 +14,8 @@ import hashlib
 import http.client
 import json
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,8 +27,10 @@ import psutil
 import pytest
 from aiohttp import web
 
+from loaderlab.processes import python_environment
 from loaderlab.storage.netem import (PROFILES, Event, Network, NetworkProfile, NetworkStartError, emulated_network,
                                      rate_over_time, unit_draw)
+from loaderlab.storage.server import ENV_PREFIX, Endpoint
 
 BUCKET = "bucket"
 PATTERN = bytes(range(251)) * 4096   # about 1 MB; offsets show (251 is prime)
@@ -381,6 +385,43 @@ def test_nothing_is_left_running_whatever_happened(upstream: str) -> None:
             raise RuntimeError("the test's own")
     assert not started[0].is_running() or started[0].status() == psutil.STATUS_ZOMBIE
     assert {child.pid for child in psutil.Process().children(recursive=True)} <= before
+
+
+def test_a_killed_owner_leaves_no_proxy_running(upstream: str) -> None:
+    """A run killed with SIGKILL cannot stop its proxy: the proxy stops itself when its standard input, the owner's
+    pipe, closes."""
+    owner = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "import psutil\n"
+        "from loaderlab.storage.netem import emulated_network\n"
+        "with emulated_network(sys.argv[1]):\n"
+        "    print(psutil.Process().children()[0].pid, flush=True)\n"
+        "    time.sleep(120)\n"), upstream], stdout=subprocess.PIPE, text=True, env=python_environment())
+    try:
+        proxy = psutil.Process(int(owner.stdout.readline()))
+        owner.kill()
+        owner.wait(REQUEST_TIMEOUT_S)
+        proxy.wait(REQUEST_TIMEOUT_S)   # psutil.TimeoutExpired if it outlived its owner
+    finally:
+        owner.kill()
+        owner.stdout.close()
+
+
+def test_the_keys_go_in_the_environment_and_only_with_an_endpoint(upstream: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An Endpoint's keys reach the proxy as its LOADERLAB_S3_* variables (`Endpoint.env`), not on its command line
+    (ps shows that to every user); a URL gives it none, even where this run announces a server of its own."""
+    endpoint = Endpoint(upstream, "AKEXAMPLE", "secret-example", "eu-west-1")
+    for given, expected in ((endpoint, endpoint.env()), (upstream, {})):
+        monkeypatch.setenv(ENV_PREFIX + "URL", "http://127.0.0.1:9")
+        monkeypatch.setenv(ENV_PREFIX + "ACCESS_KEY", "the-runs-own")
+        monkeypatch.setenv(ENV_PREFIX + "SECRET_KEY", "the-runs-own-secret")
+        before = {child.pid for child in psutil.Process().children()}
+        with emulated_network(given):
+            [proxy] = [child for child in psutil.Process().children() if child.pid not in before]
+            announced = {name: value for name, value in proxy.environ().items() if name.startswith(ENV_PREFIX)}
+            assert announced == expected
+            assert not any(endpoint.secret_key in part or "the-runs-own" in part for part in proxy.cmdline())
 
 
 @pytest.mark.timing

@@ -6,6 +6,7 @@
 - `bucket`: a dataset profile uploaded once: one object per image under several prefixes, tar shards and an index
   of every sample's bytes in them (`upload_dataset` -> `RemoteDataset`, its typed index `RemoteSplit` of
   `StoredSample`).
-- `netem`: the proxy that emulates a network (latency, bandwidth, rate limits, faults) in front of the server.
+- `netem`: the proxy that emulates a network (latency, bandwidth, rate limits, faults) in front of the server: its
+  model, and `emulated_network` to start it; `proxy_server`: the proxy's own process.
 - `session`: the three together, as every user needs them (`storage_session()` -> `StorageSession`).
 """

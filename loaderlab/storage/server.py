@@ -2,7 +2,7 @@
 
 `running_server()` starts one (its data under a folder, its log in `server.log` there), waits until a signed
 request answers, yields its `Endpoint` and stops everything it started on exit, even when the body raised (and,
-through a guardian process, even when this process is killed: see GUARDIAN).
+through a guardian process, even when this process is killed: see `start_server`).
 `shared_server()` reuses the server a run announces (LOADERLAB_S3_* variables, or `make storage`'s state file)
 before starting its own. A failure to start raises `StorageServerError` within seconds, saying why.
 
@@ -57,6 +57,7 @@ from typing import Any
 import psutil
 
 from loaderlab.paths import GRADER_DIR, REPO_ROOT, STORAGE_DIR, exclusive_lock
+from loaderlab.processes import python_environment, start_owned, stop_tree
 
 HOST = "127.0.0.1"
 DEFAULT_DATA_DIR = STORAGE_DIR / "seaweedfs"  # the first of the persistent folders (persistent_data_dir)
@@ -69,40 +70,8 @@ SERVER_ENV_DROPPED = ("AWS_", "S3_", "WEED_", "SENTRY_")  # variables weed or it
 COMPONENTS = ("s3", "filer", "master", "volume", "admin")  # each an HTTP port and a gRPC port
 GRPC_OFFSET = 10_000  # weed's convention: a component's gRPC port is its HTTP port + 10000
 STOP_TIMEOUT_S = 10.0  # weed stopped in 1.3-1.5 s on the 2-core development machine (with no 1-s preStop grace)
-KILL_TIMEOUT_S = 5.0
 PROBE_TIMEOUT_S = 2.0  # one readiness or liveness request
 LOG_TAIL_LINES = 15
-
-
-# Between this process and a server it owns (not `make storage`'s, which must outlive it): a small Python process that
-# runs weed and stops it when its standard input closes. This process holds the other end, so however it ends, even
-# killed with SIGKILL (a test run stopped by a time limit), the pipe closes and weed stops: nothing is left running.
-GUARDIAN = """
-import json, os, subprocess, sys, threading
-stop_timeout_s, leftovers, command = float(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3:]
-weed = subprocess.Popen(command, stdin=subprocess.DEVNULL)
-owner_gone = threading.Event()
-def stop_when_the_owner_is_gone():
-    sys.stdin.buffer.read()  # returns at end of file: the owner closed its end, or ended
-    owner_gone.set()
-    weed.terminate()
-    try:
-        weed.wait(stop_timeout_s)
-    except subprocess.TimeoutExpired:
-        weed.kill()
-        weed.wait()
-    for path in leftovers:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-watcher = threading.Thread(target=stop_when_the_owner_is_gone, daemon=True)
-watcher.start()
-code = weed.wait()
-if owner_gone.is_set():
-    watcher.join()
-sys.exit(code)
-"""
 
 
 class StorageServerError(RuntimeError):
@@ -359,7 +328,10 @@ def start_server(data_dir: Path | None = None, timeout_s: float = 20.0, *, s3_po
                  detached: bool = False) -> StartedServer:
     """Start `weed mini` and return once a signed request answers; stop it and raise StorageServerError if it
     exits, or does not answer within `timeout_s`. Its data in `data_dir`, else in the first persistent folder no
-    other server uses (`persistent_data_dir`). `detached`: in a session of its own, to outlive this process."""
+    other server uses (`persistent_data_dir`). `detached`: in a session of its own, to outlive this process (`make
+    storage`'s); otherwise behind a guardian (`loaderlab.processes`) that holds weed and stops it, and removes its
+    sockets, when this process's end of its standard input closes: however this process ends, even killed with
+    SIGKILL (a test run stopped by a time limit), nothing is left running."""
     binary = weed_binary()
     folder = Path(data_dir).resolve().parent if data_dir is not None else STORAGE_DIR
     with _start_lock(folder, data_dir, timeout_s + STOP_TIMEOUT_S):
@@ -368,22 +340,23 @@ def start_server(data_dir: Path | None = None, timeout_s: float = 20.0, *, s3_po
         ports = choose_ports(s3_port)
         endpoint = Endpoint(f"http://{HOST}:{ports['s3']}", "LL" + secrets.token_hex(9).upper(), secrets.token_hex(20))
         command = server_command(binary, data_dir, ports)
-        options: dict[str, Any] = {"stdin": subprocess.PIPE}
-        if detached:
-            options = ({"creationflags": subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP}
-                       if sys.platform == "win32" else {"start_new_session": True})
-            options["stdin"] = subprocess.DEVNULL
-        else:
-            command = [sys.executable, "-c", GUARDIAN, str(STOP_TIMEOUT_S), json.dumps(leftover_sockets(ports)),
-                       *command]
+        env = server_environment(endpoint)
         with open(data_dir / LOG_NAME, "wb") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                       env=server_environment(endpoint), cwd=data_dir, **options)
+            if detached:
+                session = ({"creationflags": subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP}
+                           if sys.platform == "win32" else {"start_new_session": True})
+                process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                           env=env, cwd=data_dir, **session)
+            else:
+                guardian = [sys.executable, "-m", "loaderlab.processes", "--grace", str(STOP_TIMEOUT_S),
+                            *(f"--remove={path}" for path in leftover_sockets(ports)), "--", *command]
+                process = start_owned(guardian, stdout=log, stderr=subprocess.STDOUT, env=python_environment(env),
+                                      cwd=data_dir)
         server = StartedServer(process, endpoint, ports, data_dir)
         try:
             _wait_until_answering(server, timeout_s)
         except BaseException:
-            stop_server(server.process.pid, ports)
+            stop_server(server.process, ports)
             raise
     return server
 
@@ -410,28 +383,13 @@ def _wait_until_answering(server: StartedServer, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
-def stop_server(pid: int, ports: Mapping[str, int]) -> None:
-    """Stop the server `pid` and whatever it started (terminate, wait, kill), then remove the Unix sockets weed
-    leaves in /tmp for these ports. Nothing to do if it is gone already."""
-    try:
-        process = psutil.Process(pid)
-        family = [process, *process.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        family = []
-    for member in family:
-        try:
-            member.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(family, timeout=STOP_TIMEOUT_S)
-    for member in alive:
-        try:
-            member.kill()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(alive, timeout=KILL_TIMEOUT_S)
+def stop_server(process: subprocess.Popen | int, ports: Mapping[str, int]) -> None:
+    """Stop the server (the Popen this process started, or a pid) and whatever it started (`stop_tree`: terminate,
+    wait, kill), then remove the Unix sockets weed leaves in /tmp for these ports. Nothing to do if it is gone
+    already."""
+    alive = stop_tree(process, STOP_TIMEOUT_S)
     if alive:
-        raise StorageServerError(f"could not stop the S3 server's processes {[p.pid for p in alive]}")
+        raise StorageServerError(f"could not stop the S3 server's processes {alive}")
     for socket_file in leftover_sockets(ports):
         Path(socket_file).unlink(missing_ok=True)
 
@@ -453,10 +411,7 @@ def running_server(data_dir: Path | None = None, timeout_s: float = 20.0, *,
     try:
         yield server.endpoint
     finally:
-        stop_server(server.process.pid, server.ports)
-        server.process.poll()  # reaped by stop_server: let Popen know
-        if server.process.stdin is not None:
-            server.process.stdin.close()  # the guardian's pipe (it has stopped with weed)
+        stop_server(server.process, server.ports)
 
 
 # ---- one server per run: announced in the environment, or by `make storage` ---------------------------------------
