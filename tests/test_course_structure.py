@@ -1,6 +1,8 @@
 """Rules that hold for the whole course, checked once over every exercise and every shipped file.
 
 - The answers are a leaf: nothing that ships to learners imports `solutions/` (an allow-list says why where it does).
+- Shared code has one home, under a public name: no checks module imports another, and no course module imports
+  another's `_private` name.
 - Every exercise follows the one pattern (CONTRIBUTING.md): one TODO form naming the exercise and a step the grader
   has, one step number (the marker), skips only by the `cuda_only` marker, and every figure a docstring quotes held
   by a constant the check uses (`pattern_problems`, read through `grader.catalog`; shown able to fail below).
@@ -122,6 +124,64 @@ def test_the_scan_reads_notebook_code_cells(tmp_path: Path) -> None:
     path = tmp_path / "07.ipynb"
     path.write_text(json.dumps(notebook))
     assert solutions_imports(code_of(path)) == ["solutions.ex04_fast_dataloader"]
+
+
+# The course's own packages: a private name of theirs is its module's own business. Another library's private names
+# (torch.cuda._sanitizer, the standard library's _posixshmem) are that library's to keep, and not counted here.
+COURSE_PACKAGES = ("exercises", "grader", "loaderlab", "league", "data_gen", "solutions")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def sharing_problems(name: str, source: str) -> list[str]:
+    """What the module `name` (its path from the repository's root) imports that has no public home: another checks
+    module (from a module in grader/checks), or a course module's `_private` name or private module."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:   # relative: from the module's own package
+                package = Path(name).parent.parts[:len(Path(name).parent.parts) - node.level + 1]
+                module = ".".join([*package, *([module] if module else [])])
+            imported = [f"{module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            imported = [alias.name for alias in node.names]
+        else:
+            continue
+        for dotted in imported:
+            parts = dotted.split(".")
+            if name.startswith("grader/checks/") and dotted.startswith("grader.checks.") and len(parts) > 2:
+                problems.append(f"{name}: imports {'.'.join(parts[:3])}, another checks module")
+            elif parts[0] in COURSE_PACKAGES and any(_private(part) for part in parts[1:]):
+                problems.append(f"{name}: imports {dotted}, a private name of another module")
+    return problems
+
+
+def test_checks_share_code_through_public_homes_only() -> None:
+    """Code that several places need has one home, under a public name. No module in grader/checks imports another
+    checks module: what checks share lives in a module of grader/ named for its job (grader/reader_checks.py,
+    remote_checks.py, state_checks.py, rank_checks.py, support.py). And no course module (exercises, grader,
+    loaderlab, league, data_gen, solutions, the notebooks) imports another module's `_private` name: a name another
+    module needs is public, in its one home."""
+    problems = []
+    for path in sorted({*shipped_files(), *(REPO_ROOT / "solutions").rglob("*.py")}):
+        problems += sharing_problems(path.relative_to(REPO_ROOT).as_posix(), code_of(path))
+    assert not problems, "shared code without a public home:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("name, added", [
+    ("grader/checks/ex15_exactly_once.py", "from grader.checks.ex14_remote_shards import SPLIT"),
+    ("grader/checks/ex15_exactly_once.py", "from grader.checks import ex13_resumable_loading"),
+    ("league/remote.py", "from league.table import _builder"),
+    ("grader/checks/ex08_shards.py", "from grader.reader_checks import _private_helper"),
+    ("loaderlab/storage/session.py", "from . import _internal"),
+])
+def test_the_sharing_scan_finds_an_added_import(name: str, added: str) -> None:
+    source = (REPO_ROOT / "grader" / "checks" / "ex15_exactly_once.py").read_text(encoding="utf-8")
+    assert not sharing_problems("grader/checks/ex15_exactly_once.py", source)
+    assert sharing_problems(name, source + "\n" + added + "\n")
 
 
 def test_exercises_answers_and_graders_use_the_library_not_a_lessons_helper() -> None:

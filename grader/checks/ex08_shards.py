@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from data_gen.build import read_manifest
+from grader.reader_checks import expect_error, sha256_decode, unpack_sample
 from grader.support import dataset_samples, in_promised_type, no_leaks, relative_str, require, within
 from loaderlab.baselines import sequential_reads
 from loaderlab.bench import Comparison, compare
@@ -68,6 +69,7 @@ SHARDS_VS_FILES = 3.0        # target: at least 3x the samples/s of one request 
                              # With generator 2's kinds of file (larger on average), ci, 2 runs under the CPU lock
                              # (2026-11-28): 5.47x and 6.11x, against 6.58x and 7.09x on generator 1's files.
 PATH_TYPES = "The contract takes each folder as a Path or a str, absolute or relative."
+SHARD_SAMPLE = "ShardSample(key, data, label) (module 07 reads sample.data and sample.label)"   # what it yields
 warnings.filterwarnings("ignore", message="This DataLoader will create")  # more workers than cores is the point here
 
 
@@ -78,19 +80,12 @@ class Expected(NamedTuple):
 
 # ---- picklable decodes the checks hand to the learner's dataset (run in its workers) ------------
 
-def _sha256(data: bytes) -> str:
-    """A decode that turns a sample's bytes into their sha256 hex digest (cheap to send back from workers)."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        return f"decode was given {type(data).__name__}, not the sample's bytes"
-    return hashlib.sha256(data).hexdigest()
-
-
 def _sha256_and_worker(data: bytes) -> str:
     """A decode that returns '<sha256>@<DataLoader worker id>' ('@main' outside a worker): who read each sample."""
     from torch.utils.data import get_worker_info
 
     info = get_worker_info()
-    return f"{_sha256(data)}@{'main' if info is None else info.id}"
+    return f"{sha256_decode(data)}@{'main' if info is None else info.id}"
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -159,18 +154,8 @@ def _epoch(dataset: Any, num_workers: int | None, what: str, seconds: float = 12
         return within(seconds, what, run)
 
 
-def _unpack(item: Any, what: str) -> tuple[str, Any, int]:
-    assert isinstance(item, tuple) and len(item) == 3 and all(hasattr(item, f) for f in ("key", "data", "label")), (
-        f"{what}: the dataset yielded {type(item).__name__} {str(item)[:80]}; yield ShardSample(key, data, label) "
-        "(module 07 reads sample.data and sample.label).")
-    key, data, label = item
-    if hasattr(label, "item"):  # a DataLoader may hand back a 0-d tensor
-        label = label.item()
-    return key, data, label
-
-
 def _keys(samples: list[Any], what: str) -> list[str]:
-    return [_unpack(item, what)[0] for item in samples]
+    return [unpack_sample(item, what, SHARD_SAMPLE)[0] for item in samples]
 
 
 def _check_every_key_once(keys: list[str], expected: dict[str, Expected], setting: str) -> None:
@@ -219,7 +204,7 @@ def _split_epoch(ex: ModuleType, out_dir: Path, world_size: int, workers: int, s
     for rank in range(world_size):
         dataset = _dataset(ex, out_dir, rank=rank, world_size=world_size, decode=_sha256_and_worker, **kwargs)
         for item in _epoch(dataset, workers, f"{setting}, rank {rank}", context=context):
-            key, data, _ = _unpack(item, setting)
+            key, data, _ = unpack_sample(item, setting, SHARD_SAMPLE)
             assert isinstance(data, str) and "@" in data, (
                 f"{setting}: with a decode given, sample {key!r} came back as {type(data).__name__} "
                 f"{str(data)[:40]!r}, not decode(bytes). Apply decode (when given) to each sample's data.")
@@ -268,21 +253,6 @@ def _cut_in_a_sample(shard: Path, root: Path) -> None:
             spans.append((at, len(sample)))
     at, size = sorted(spans)[len(spans) // 2] if spans else (len(data) * 6 // 10, 0)  # a compressed format: 60%
     shard.write_bytes(data[: at + size // 2])
-
-
-def _expect_error(run: Any, what: str, name: str, silent: str) -> None:
-    """`run()` must raise an error whose message holds `name`; `silent` explains a run that ended normally."""
-    try:
-        outcome = within(120, what, run)
-    except (NotImplementedError, AssertionError):
-        raise
-    except Exception as err:
-        assert name in str(err), (
-            f"{what} raised {type(err).__name__}: {str(err)[:300]}; name the shard or folder in the message "
-            f"({name!r} here) so the learner knows which one to fix.")
-    else:
-        got = f" with {len(outcome)} samples" if isinstance(outcome, list) else ""
-        raise AssertionError(f"{what}: the epoch ended normally{got}. {silent}")
 
 
 # ---- step 1: write shards ---------------------------------------------------------------------
@@ -340,7 +310,7 @@ def round_trip_keeps_bytes_and_labels(ex: ModuleType) -> None:
         out_dir, paths = _shards(ex, scratch, root, SHARD_MB)
         dataset = _dataset(ex, out_dir, shuffle=False)
         samples = _epoch(dataset, None, "iterating ShardDataset(shuffle=False)")
-        unpacked = [_unpack(item, "ShardDataset") for item in samples]
+        unpacked = [unpack_sample(item, "ShardDataset", SHARD_SAMPLE) for item in samples]
         setting = f"{len(paths)} shards written with target {SHARD_MB:g} MB, read back (shuffle=False)"
         _check_every_key_once([key for key, _, _ in unpacked], expected, setting)
         for key, data, label in unpacked:
@@ -369,9 +339,10 @@ def round_trip_keeps_bytes_and_labels(ex: ModuleType) -> None:
         assert again == keys, (
             f"a second pass over the same dataset gave {len(again)} samples, not the same epoch again: __iter__ must "
             "start afresh each time it is called (a generator made once in __init__ is spent after one pass).")
-        decoded = _epoch(_dataset(ex, out_dir, shuffle=False, decode=_sha256), None, "ShardDataset(decode=sha256)")
+        decoded = _epoch(_dataset(ex, out_dir, shuffle=False, decode=sha256_decode), None,
+                         "ShardDataset(decode=sha256)")
         for item in decoded:
-            key, data, _ = _unpack(item, "decode=sha256")
+            key, data, _ = unpack_sample(item, "decode=sha256", SHARD_SAMPLE)
             assert data == expected[key].sha256, (
                 f"decode=sha256: sample {key!r} came back as {str(data)[:60]!r}, not decode(bytes). Apply decode "
                 "(when given) once to each sample's bytes before yielding it.")
@@ -594,18 +565,18 @@ def bad_shards_raise_clear_errors(ex: ModuleType) -> None:
                   "(tarfile raises ReadError: do not catch it silently, nor skip the shard with a warning: a "
                   "silently short epoch trains on less data than you think).")
         storage = SlowStorage(latency_ms=0, bandwidth_mb_s=None)
-        _expect_error(lambda: list(_dataset(ex, out_dir, shuffle=False, storage=storage)),
-                      "reading a truncated shard through storage", paths[0].name, silent)
-        _expect_error(lambda: list(_dataset(ex, out_dir, shuffle=False)), "reading a truncated shard",
-                      paths[0].name, silent)
-        _expect_error(lambda: _epoch(_dataset(ex, out_dir, shuffle=False), 2, "2 workers"),
-                      "reading a truncated shard in a DataLoader worker", paths[0].name, silent)
+        expect_error(lambda: list(_dataset(ex, out_dir, shuffle=False, storage=storage)),
+                     "reading a truncated shard through storage", (paths[0].name,), silent, timeout_s=120)
+        expect_error(lambda: list(_dataset(ex, out_dir, shuffle=False)), "reading a truncated shard",
+                     (paths[0].name,), silent, timeout_s=120)
+        expect_error(lambda: _epoch(_dataset(ex, out_dir, shuffle=False), 2, "2 workers"),
+                     "reading a truncated shard in a DataLoader worker", (paths[0].name,), silent, timeout_s=120)
         empty, missing = scratch / "empty", scratch / "no-such-folder"
         empty.mkdir()
         for folder, what in ((empty, "a folder with no shards"), (missing, "a folder that does not exist")):
-            _expect_error(lambda: list(_dataset(ex, folder, shuffle=False)), f"ShardDataset on {what}", folder.name,
-                          "A dataset over no shards must raise an error naming the folder (FileNotFoundError), "
-                          "not give an empty epoch: a typo in a path must not train on nothing.")
+            expect_error(lambda: list(_dataset(ex, folder, shuffle=False)), f"ShardDataset on {what}", (folder.name,),
+                         "a dataset over no shards must raise an error naming the folder (FileNotFoundError), not "
+                         "give an empty epoch: a typo in a path must not train on nothing.", timeout_s=120)
 
 
 # ---- step 6: speed ----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader
 
+from grader.rank_checks import rank_failure
 from grader.support import no_leaks, require, within
 from loaderlab.distributed import HUNG, RankResult, RanksFailed, run_ranks
 
@@ -125,15 +126,6 @@ def _check_training_epoch(shares: list[list[int]], dataset_size: int, policy: st
         f"{dataset_size} and world_size={world_size} that is {expected} "
         + ("(dataset_size // world_size: only the remainder is dropped)." if policy == "drop"
            else "(ceil(dataset_size / world_size): only as many repeats as it takes to even the ranks out)."))
-
-
-def _rank_failure(results: Sequence[RankResult], what: str, advice: str) -> AssertionError | NotImplementedError:
-    """A rank that raised NotImplementedError reads as not started; anything else fails with every rank's story."""
-    for result in results:
-        if "NotImplementedError" in result.detail:
-            line = next((l for l in reversed(result.detail.splitlines()) if "NotImplementedError" in l), "")
-            return NotImplementedError(line.split("NotImplementedError:", 1)[-1].strip())
-    return AssertionError(f"{what}: {advice}\n{RanksFailed(results)}")
 
 
 def _exercise(module_name: str) -> ModuleType:
@@ -291,7 +283,7 @@ def real_ranks_train_in_lockstep(ex: ModuleType) -> None:
                       + (" and hung there (on a cluster the job would sit until its time limit)." if hung else
                          ": gloo noticed they had left the group; NCCL on a cluster hangs there instead.")
                       if len(set(batches.values())) > 1 else "a rank failed (its story follows).")
-            raise _rank_failure(results, what, advice)
+            raise rank_failure(results, what, advice)
         for epoch in range(RANK_EPOCHS):
             shares = [r.value[epoch] for r in results]
             _check_training_epoch(shares, dataset_size, policy, f"{what}, epoch {epoch} as the ranks loaded it")
@@ -313,7 +305,7 @@ def exact_mean_over_real_ranks(ex: ModuleType) -> None:
                                      f"contract takes any sequence of scores.\n{RanksFailed(results)}")
         if failed:
             empty = "ZeroDivisionError" in "".join(r.detail for r in results) and dataset_size < world_size
-            raise _rank_failure(results, what, "every rank must call exact_mean (it is a collective), and return"
+            raise rank_failure(results, what, "every rank must call exact_mean (it is a collective), and return"
                                 + (": a rank whose evaluation share is empty (more ranks than samples) passes no "
                                    "scores, and must still join the all_reduce with a sum and a count of 0; divide "
                                    "only the totals." if empty else "."))

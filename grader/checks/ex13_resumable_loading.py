@@ -26,6 +26,7 @@ from tempfile import TemporaryDirectory
 from types import ModuleType
 from typing import Any
 
+from grader.state_checks import refusal, state_through_json, wrong_type
 from grader.support import no_leaks, require, within
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.distributed import kill_tree
@@ -169,18 +170,6 @@ def _saved_after(ex: ModuleType, received: int, epoch: int = EPOCH, num_workers:
     return batches, state
 
 
-def _json(state: Any, when: str) -> Any:
-    """The state after a trip through JSON, as a checkpoint file gives it back."""
-    try:
-        text = json.dumps(state)
-    except (TypeError, ValueError) as err:
-        raise AssertionError(
-            f"state_dict() {when} is not plain data: json.dumps fails with {type(err).__name__}: {err}. A checkpoint "
-            "must survive a file and another process (and another torch version): keep ints and strings (the epoch, "
-            "the seed, how far the loop got), never a tensor, a generator's state or the sampler itself.") from None
-    return json.loads(text)
-
-
 def _resumed(ex: ModuleType, state: dict[str, Any], dataset: Any = None, batch_size: int = BATCH,
              num_workers: int = 0, set_epoch: int | None = None) -> Any:
     """A fresh loader that has loaded `state` (and, if given, was told set_epoch(set_epoch) after it)."""
@@ -229,7 +218,7 @@ def _rest_advice(rest: list[list[int]], reference: list[list[int]], received: in
 def _counted_nothing(ex: ModuleType, state: dict[str, Any], **options: Any) -> bool:
     """Whether `state` equals the state of a loader that has given the loop nothing yet (same epoch and options)."""
     _, fresh = _saved_after(ex, 0, **options)
-    return _json(fresh, "before the first batch") == _json(state, "as saved")
+    return state_through_json(fresh, "before the first batch") == state_through_json(state, "as saved")
 
 
 # ---- step 1: one process -----------------------------------------------------------------------
@@ -272,7 +261,8 @@ def resume_gives_the_rest_of_the_epoch(ex: ModuleType) -> None:
         assert batches == reference[:received], (
             f"epoch {EPOCH}: the batches before saving differ from those of the same epoch run again: the order must "
             "follow from (seed, epoch) alone.")
-        rest = _take(_resumed(ex, _json(state, f"after {received} batches")), None, "the resumed epoch")
+        rest = _take(_resumed(ex, state_through_json(state, f"after {received} batches")), None,
+                     "the resumed epoch")
         where = (f"saved after {received} of {BATCHES} batches of epoch {EPOCH}, then loaded by a fresh loader "
                  "(load_state_dict, then iter())")
         lagging = _counted_nothing(ex, state) if rest == reference and received else None
@@ -323,7 +313,7 @@ def state_is_plain_data(ex: ModuleType) -> None:
             within(LOAD_TIMEOUT_S, "next()", lambda: next(iterator))
         state = within(10, "state_dict()", loader.state_dict)
         assert isinstance(state, dict), f"state_dict() returned a {type(state).__name__}: return a dict."
-        kept = _json(state, "after 3 batches")
+        kept = state_through_json(state, "after 3 batches")
         assert kept == state, (
             f"state_dict() after 3 batches is {state!r}, but after json.dumps and json.loads it reads {kept!r}: use "
             "a dict with str keys and int or str values (a tuple comes back a list, an int key a string).")
@@ -351,7 +341,8 @@ def state_counts_what_the_loop_received(ex: ModuleType) -> None:
         f"{what} gave {batches} as the first batches of epoch {EPOCH}; without workers they are "
         f"{reference[:received]}: the order changed with the worker count. The sampler runs in the main process "
         "whatever num_workers is: draw the order from (seed, epoch) alone.")
-    rest = _take(_resumed(ex, _json(state, f"after {received} batches with {WORKERS} workers")), None, "the resumed epoch")
+    saved = state_through_json(state, f"after {received} batches with {WORKERS} workers")
+    rest = _take(_resumed(ex, saved), None, "the resumed epoch")
     if rest == reference[min(received + AHEAD_WITH_WORKERS, BATCHES):] and rest != reference[received:]:
         raise AssertionError(
             f"{what}: the loop received {received} batches, saved, and the resumed run started {AHEAD_WITH_WORKERS} "
@@ -485,47 +476,23 @@ def _refusal(ex: ModuleType, state: Any, size: int = SIZE, before: dict[str, Any
         within(10, "load_state_dict(a good state)", lambda: loader.load_state_dict(before))
     else:
         within(10, f"set_epoch({BAD_BEFORE_EPOCH})", lambda: loader.set_epoch(BAD_BEFORE_EPOCH))
-    kept = _json(within(10, "state_dict()", loader.state_dict), "before the refused load")
 
-    def load() -> BaseException | None:
-        try:
-            loader.load_state_dict(state)
-        except NotImplementedError:
-            raise
-        except Exception as err:
-            return err
-        return None
-
-    error = within(10, "load_state_dict", load)
-    if error is None:
-        return None
-    after = _json(within(10, "state_dict()", loader.state_dict), "after a refused load")
-    changed = (f"state_dict() was {kept} before and {after} after" if after != kept else None)
-    if changed is None and before is not None:
+    def rest_changed() -> str | None:
         rest = _take(loader, None, "the iteration after a refused load_state_dict")
         expected = _epoch(ex, BAD_BEFORE_EPOCH)[BAD_BEFORE_AT:]
-        if rest != expected:
-            changed = (f"the next iter() gave {rest[:2]}... instead of the rest of epoch {BAD_BEFORE_EPOCH} from batch "
-                       f"{BAD_BEFORE_AT}, {expected[:2]}..., which the loader held before")
-    assert changed is None, (
-        f"load_state_dict refused {state} with {type(error).__name__}: {error}, but changed the loader before "
-        f"refusing it: {changed}. A checkpoint that does not fit must leave the loader as it was (the caller may "
-        "catch the error and go on with what it has): check the whole state first, then assign.")
-    return error
+        return None if rest == expected else (
+            f"the next iter() gave {rest[:2]}... instead of the rest of epoch {BAD_BEFORE_EPOCH} from batch "
+            f"{BAD_BEFORE_AT}, {expected[:2]}..., which the loader held before")
 
-
-def _wrong_type(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return 12345 if isinstance(value, str) else "not this"
-    return str(value)
+    return refusal(loader, state, str(state), rest_changed if before is not None else None)
 
 
 def bad_state_gets_a_clear_error(ex: ModuleType) -> None:
     _, state = _saved_after(ex, 3, epoch=1)
-    state = _json(state, "after 3 batches")
+    state = state_through_json(state, "after 3 batches")
     _, later = _saved_after(ex, 5, epoch=1)
     _, before = _saved_after(ex, BAD_BEFORE_AT, epoch=BAD_BEFORE_EPOCH)
-    before = _json(before, f"after {BAD_BEFORE_AT} batches")
+    before = state_through_json(before, f"after {BAD_BEFORE_AT} batches")
     # The position: whatever ints changed between 3 and 5 batches received (the state's shape is the learner's).
     positions = [key for key in state if state.get(key) != later.get(key) and type(state[key]) is int]
     assert positions, (
@@ -534,7 +501,7 @@ def bad_state_gets_a_clear_error(ex: ModuleType) -> None:
     cases: list[tuple[str, Any, int]] = [
         (f"a state saved for a dataset of {SIZE} samples, loaded by a loader over {SIZE + 1}", state, SIZE + 1)]
     cases += [(f"the state without its {key!r}", {k: v for k, v in state.items() if k != key}, SIZE) for key in state]
-    cases += [(f"the state with {key!r} = {_wrong_type(value)!r}", state | {key: _wrong_type(value)}, SIZE)
+    cases += [(f"the state with {key!r} = {wrong_type(value)!r}", state | {key: wrong_type(value)}, SIZE)
               for key, value in state.items()]
     cases += [(f"the state with {positions} = -1 (negative)", state | dict.fromkeys(positions, -1), SIZE),
               (f"the state with {positions} = {SIZE + 1} (past the epoch of {SIZE} samples)",

@@ -1,7 +1,8 @@
-"""Checks for exercise 14 (a remote shard reader). Every check reads the course's data from the run's S3 server
-(`shared_server`: the one the grading session announced, else one of its own) through an emulating proxy of its own
-(`emulated_network`), whose counters are the ground truth: requests, GETs per key, LISTs, the most requests open.
-The learner's code is given the proxy's endpoint; the checks' own reads (the expected bytes) go to the server direct.
+"""Checks for exercise 14 (a remote shard reader). Every check runs in a storage session of its own
+(`loaderlab.storage.session`): the run's S3 server (the one the grading session announced, else one of its own), the
+course's data in it, read through the typed index, and an emulating proxy in front, whose counters are the ground
+truth: requests, GETs per key, LISTs, the most requests open. The learner's code is given the proxy's endpoint; the
+checks' own reads (the expected bytes) go to the server direct.
 
 Steps (grader/test_ex14_remote_shards.py marks them): 1 shards, not objects; 2 requests in flight; 3 an index,
 range reads; 4 a local cache; 5 bad input. Timed checks compare against a baseline in the same run
@@ -15,27 +16,26 @@ import io
 import json
 import os
 import random
-import socket
 import tarfile
 import tempfile
 import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from grader.support import assert_pixels_within, expected_crop, no_leaks, relative_str, require, within
+from grader.reader_checks import expect_error, sha256_decode, unpack_remote_sample
+from grader.remote_checks import ERROR_TIMEOUT_S, closed_port, stored_bytes
+from grader.support import assert_near_reference_crops, no_leaks, relative_str, require, within
 from loaderlab.bench import Comparison, compare
-from loaderlab.images import MEAN_TOLERANCE, WORST_TOLERANCE, Sample, mean_abs_difference, reference_crop
-from loaderlab.paths import active_profile, dataset_dir
-from loaderlab.storage.bucket import RemoteDataset, upload_dataset
-from loaderlab.storage.netem import PROFILES, Network, NetworkProfile, Stats, emulated_network
-from loaderlab.storage.server import Endpoint, shared_server
+from loaderlab.images import MEAN_TOLERANCE, WORST_TOLERANCE, Sample, reference_crop
+from loaderlab.storage.bucket import RemoteSplit
+from loaderlab.storage.netem import PROFILES, NetworkProfile, Stats
+from loaderlab.storage.server import Endpoint
+from loaderlab.storage.session import StorageSession, storage_session
 
 # What these checks and the exercise import: a waiting grading process imports them once (grader.preload).
 PRELOAD = ("boto3", "obstore")
@@ -126,68 +126,10 @@ FAILING_WAITERS = 6          # threads that ask for one shard at once while ever
 # Every answer's body cut short by the proxy: each attempt of every GET fails.
 BROKEN_BODIES = NetworkProfile("ex14-broken-bodies", latency_s=SAME_TIME_LATENCY_S, p_drop=1.0)
 # ---- step 5 ----
-ERROR_TIMEOUT_S = 20.0
 SCRATCH_BUCKET = "ex14-broken-{pid}"
 
 
-# ---- the store and the data ----------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Remote:
-    """What the checks need to know of the uploaded dataset, for one split."""
-
-    bucket: str
-    objects: list[tuple[str, int, Path]]      # (object key, label, the local file), in list_samples order
-    shards: list[str]                         # shard keys, in written order
-    index_key: str
-    index: list[dict[str, Any]]               # the index's entries, in written order (shard, then offset)
-
-    @cached_property
-    def local(self) -> dict[str, Path]:
-        """Each sample's local file, by its key in the shards."""
-        return {entry["key"]: path for entry, (_, _, path) in zip(self.index, self.objects)}
-
-    def samples_of(self, shard: str) -> list[dict[str, Any]]:
-        return [entry for entry in self.index if entry["shard"] == shard]
-
-
-@dataclass
-class Store:
-    """The server (direct), the proxy in front of it, the endpoint through the proxy, and the data."""
-
-    direct: Endpoint
-    network: Network
-    endpoint: Endpoint
-    remote: Remote
-
-    def stats(self) -> Stats:
-        return self.network.stats()
-
-
-def _remote(endpoint: Endpoint, split: str = SPLIT) -> Remote:
-    """The active profile's dataset in the server (uploaded on first use), as the checks read it."""
-    dataset: RemoteDataset = upload_dataset(endpoint, active_profile())
-    remote = dataset.splits[split]
-    index = [{"key": s.key, "label": s.label, "object": s.object_key, "shard": s.shard_key, "offset": s.offset,
-              "size": s.size} for s in remote.samples]
-    objects = [(s.object_key, s.label, dataset_dir() / split / s.object_key.split("/", 2)[2]) for s in remote.samples]
-    return Remote(dataset.bucket, objects, list(remote.shard_keys), remote.index_key, index)
-
-
-@contextmanager
-def _store(profile: NetworkProfile | str = "loopback", split: str = SPLIT) -> Iterator[Store]:
-    with shared_server() as direct:
-        remote = _remote(direct, split)
-        with emulated_network(direct, profile) as network:
-            yield Store(direct, network, direct.through(network.url), remote)
-
-
-def _sha256(data: bytes) -> str:
-    """A decode the checks hand to the learner's readers: the sha256 of the bytes it was given."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        return f"decode was given {type(data).__name__}, not the image file's bytes"
-    return hashlib.sha256(data).hexdigest()
-
+# ---- what every step uses --------------------------------------------------------------------------------------------
 
 def _crop(data: bytes) -> Any:
     """A decode the checks hand to the learner's readers: the reference's centre crop of the file's bytes."""
@@ -198,21 +140,9 @@ def _digest_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _local_file(remote: Remote, sample_key: str) -> Path:
-    """The local file of a sample, by its key in the shards."""
-    return remote.local[sample_key]
-
-
 def _take(iterable: Any, what: str, seconds: float = 120) -> list[Any]:
     with no_leaks(what):
         return within(seconds, what, lambda: list(iterable))
-
-
-def _unpack(item: Any, what: str) -> tuple[str, Any, int]:
-    assert isinstance(item, tuple) and len(item) == 3 and all(hasattr(item, f) for f in ("key", "data", "label")), (
-        f"{what}: yielded {type(item).__name__} {str(item)[:80]}; yield RemoteSample(key, data, label).")
-    key, data, label = item
-    return key, data, int(label)
 
 
 def _typed(items: Sequence[Any], what: str, raw: bool) -> None:
@@ -240,107 +170,114 @@ def _gets_of(stats: Stats, bucket: str, key: str) -> int:
 
 def object_samples_one_get_each(ex: ModuleType) -> None:
     object_samples = require(ex, "object_samples")
-    with _store() as store:
-        remote = store.remote
-        chosen = random.Random(14).sample(remote.objects, OBJECT_SAMPLES)   # not in stored order: the order given
+    with storage_session() as storage:
+        bucket, train = storage.bucket, storage.split(SPLIT)
+        chosen = random.Random(14).sample(train.samples, OBJECT_SAMPLES)   # not in stored order: the order given
         setting = f"object_samples over {len(chosen)} objects (in a shuffled order), decode=None"
-        items = _take(object_samples(store.endpoint, remote.bucket, [(k, label) for k, label, _ in chosen]), setting)
-        stats = store.stats()
-        got = [_unpack(item, setting) for item in items]
+        items = _take(object_samples(storage.endpoint, bucket, [(s.object_key, s.label) for s in chosen]), setting)
+        stats = storage.stats()
+        got = [unpack_remote_sample(item, setting) for item in items]
         _typed(items, setting, raw=True)
-        assert [key for key, _, _ in got] == [key for key, _, _ in chosen], (
+        assert [key for key, _, _ in got] == [s.object_key for s in chosen], (
             f"{setting}: yielded the keys {[key for key, _, _ in got][:4]}..., not the objects in the order given "
-            f"({[key for key, _, _ in chosen][:4]}...); yield RemoteSample(object key, data, label) for each, in order.")
-        for (key, data, label), (_, expected_label, path) in zip(got, chosen):
+            f"({[s.object_key for s in chosen][:4]}...); yield RemoteSample(object key, data, label) for each, in "
+            "order.")
+        for (key, data, label), sample in zip(got, chosen):
+            path = storage.dataset.local_file(SPLIT, sample)
             assert isinstance(data, (bytes, bytearray)) and bytes(data) == path.read_bytes(), (
                 f"{setting}: the data of {key!r} is not the object's bytes ({type(data).__name__}, "
                 f"{len(data) if hasattr(data, '__len__') else '?'} bytes; the object has {path.stat().st_size}).")
-            assert label == expected_label, f"{setting}: {key!r} came with label {label}, not the {expected_label} given."
-        gets = {key: _gets_of(stats, remote.bucket, key) for key, _, _ in chosen}
+            assert label == sample.label, f"{setting}: {key!r} came with label {label}, not the {sample.label} given."
+        gets = {s.object_key: _gets_of(stats, bucket, s.object_key) for s in chosen}
         assert all(count == 1 for count in gets.values()) and stats.gets == len(chosen), (
             f"{setting}: the proxy saw {_describe(stats)}; GETs per object {sorted(Counter(gets.values()).items())} "
             "((GETs, objects)): one GET per object.")
         assert stats.max_in_flight == 1, (
             f"{setting}: the proxy saw {stats.max_in_flight} requests open at once; the per-object loader sends one "
             "request at a time (the baseline the other readers are measured against).")
-        store.network.reset()
+        storage.network.reset()
         few = chosen[:3]
         setting = "object_samples with a decode (sha256 of the bytes)"
-        items = _take(object_samples(store.endpoint, remote.bucket, [(k, label) for k, label, _ in few], _sha256), setting)
-        for item, (key, _, path) in zip(items, few):
-            assert _unpack(item, setting)[1] == _digest_of(path), (
-                f"{setting}: the data of {key!r} is {str(_unpack(item, setting)[1])[:40]!r}, not decode(the object's "
+        items = _take(object_samples(storage.endpoint, bucket, [(s.object_key, s.label) for s in few], sha256_decode),
+                      setting)
+        for item, sample in zip(items, few):
+            data = unpack_remote_sample(item, setting)[1]
+            assert data == _digest_of(storage.dataset.local_file(SPLIT, sample)), (
+                f"{setting}: the data of {sample.object_key!r} is {str(data)[:40]!r}, not decode(the object's "
                 "bytes): apply the decode, when given, to each object's bytes.")
 
 
 def shard_samples_every_sample_once(ex: ModuleType) -> None:
     shard_samples = require(ex, "shard_samples")
-    with _store() as store:
-        remote = store.remote
-        order = list(remote.shards[:EPOCH_SHARDS])
+    with storage_session() as storage:
+        bucket, train = storage.bucket, storage.split(SPLIT)
+        order = list(train.shard_keys[:EPOCH_SHARDS])
         random.Random(14).shuffle(order)   # the order given, not the written one
-        expected = [entry for shard in order for entry in remote.samples_of(shard)]
-        setting = f"shard_samples over {len(order)} {SPLIT} shards (in a shuffled order), decode=_sha256"
-        items = _take(shard_samples(store.endpoint, remote.bucket, order, _sha256), setting)
-        stats = store.stats()
-        got = [_unpack(item, setting) for item in items]
+        expected = [sample for shard in order for sample in train.samples_of(shard)]
+        by_key = {sample.key: sample for sample in expected}
+        setting = f"shard_samples over {len(order)} {SPLIT} shards (in a shuffled order), decode=sha256"
+        items = _take(shard_samples(storage.endpoint, bucket, order, sha256_decode), setting)
+        stats = storage.stats()
+        got = [unpack_remote_sample(item, setting) for item in items]
         _typed(items, setting, raw=False)
         keys = [key for key, _, _ in got]
         counts = Counter(keys)
         twice = [key for key, n in counts.items() if n > 1]
         assert not twice, f"{setting}: {len(twice)} samples came more than once (e.g. {twice[0]!r})."
-        missing = [entry["key"] for entry in expected if entry["key"] not in counts]
+        missing = [sample.key for sample in expected if sample.key not in counts]
         assert not missing, (
             f"{setting}: {len(missing)} of {len(expected)} samples never came (e.g. {missing[0]!r}"
-            + (", the last sample of its shard: yield the last sample once the shard ends" if any(
-                remote.samples_of(e["shard"])[-1]["key"] == missing[0] for e in expected if e["key"] == missing[0])
-               else "") + ").")
-        assert keys == [entry["key"] for entry in expected], (
+            + (", the last sample of its shard: yield the last sample once the shard ends"
+               if train.samples_of(by_key[missing[0]].shard_key)[-1].key == missing[0] else "") + ").")
+        assert keys == [sample.key for sample in expected], (
             f"{setting}: every sample came once, but not shard after shard in the order given, each in written "
-            f"order: first keys {keys[:3]}, expected {[entry['key'] for entry in expected][:3]}.")
+            f"order: first keys {keys[:3]}, expected {[sample.key for sample in expected][:3]}.")
         for key, digest, label in got:
-            entry = next(e for e in expected if e["key"] == key)
-            assert digest == _digest_of(_local_file(remote, key)), (
+            sample = by_key[key]
+            assert digest == _digest_of(storage.dataset.local_file(SPLIT, sample)), (
                 f"{setting}: sample {key!r} came as {str(digest)[:40]!r}, not the sha256 of its image's bytes: yield "
                 "decode(the .jpg member's bytes).")
-            assert label == entry["label"], f"{setting}: sample {key!r} came with label {label}, not {entry['label']}."
-        per_shard = {shard: _gets_of(stats, remote.bucket, shard) for shard in order}
+            assert label == sample.label, f"{setting}: sample {key!r} came with label {label}, not {sample.label}."
+        per_shard = {shard: _gets_of(stats, bucket, shard) for shard in order}
         assert stats.requests <= MAX_REQUESTS_PER_SHARD * len(order) and all(per_shard.values()), (
             f"{setting}: the proxy saw {_describe(stats)} for {len(order)} shards of {len(expected)} samples; read "
             f"each shard whole in one streamed GET (at most {MAX_REQUESTS_PER_SHARD} requests per shard), never a "
             "request per sample or per block.")
         pixel_shards = order[:PIXEL_SHARDS]
         setting = f"shard_samples over {pixel_shards} with decode=the reference crop"
-        items = _take(shard_samples(store.endpoint, remote.bucket, pixel_shards, _crop), setting)
-        samples = [_unpack(item, setting) for item in items]
-        references = [Sample(_local_file(remote, key), label) for key, _, label in samples]
-        differences = [mean_abs_difference(crop, expected_crop(ref.path)) for (_, crop, _), ref in zip(samples, references)]
-        assert_pixels_within(differences, references, setting, WORST_TOLERANCE, MEAN_TOLERANCE,
-                             how="Yield decode(the .jpg member's bytes): the decode the check gives is the reference's.")
+        items = _take(shard_samples(storage.endpoint, bucket, pixel_shards, _crop), setting)
+        samples = [unpack_remote_sample(item, setting) for item in items]
+        assert_near_reference_crops([crop for _, crop, _ in samples],
+                                    [Sample(storage.dataset.local_file(SPLIT, by_key[key]), label)
+                                     for key, _, label in samples], setting, MEAN_TOLERANCE, WORST_TOLERANCE,
+                                    how="Yield decode(the .jpg member's bytes): the decode the check gives is the "
+                                        "reference's.")
         raw_shards = order[:RAW_SHARDS]
         setting = f"shard_samples over {raw_shards} with decode=None"
-        items = _take(shard_samples(store.endpoint, remote.bucket, raw_shards), setting)
-        got = [_unpack(item, setting) for item in items]
+        items = _take(shard_samples(storage.endpoint, bucket, raw_shards), setting)
+        got = [unpack_remote_sample(item, setting) for item in items]
         _typed(items, setting, raw=True)
         for key, data, _ in got:
-            assert bytes(data) == _local_file(remote, key).read_bytes(), (
+            path = storage.dataset.local_file(SPLIT, by_key[key])
+            assert bytes(data) == path.read_bytes(), (
                 f"{setting}: the data of {key!r} is not its image's bytes ({len(data):,} bytes; the image has "
-                f"{_local_file(remote, key).stat().st_size:,}).")
+                f"{path.stat().st_size:,}).")
 
 
 def shard_samples_stream_as_they_arrive(ex: ModuleType) -> None:
     shard_samples = require(ex, "shard_samples")
-    with _store() as store:
-        remote = store.remote
-        shard = remote.shards[0]
-        size = _object_sizes(store.direct, remote.bucket, [shard])[0]
+    with storage_session() as storage:
+        bucket, train = storage.bucket, storage.split(SPLIT)
+        shard = train.shard_keys[0]
+        first_key = train.samples_of(shard)[0].key
+        size = _object_sizes(storage.server, bucket, [shard])[0]
         rate = size / STREAM_SHARD_S
-        store.network.use(NetworkProfile("ex14-stream", connection_bytes_per_s=rate))
+        storage.network.use(NetworkProfile("ex14-stream", connection_bytes_per_s=rate))
         what = (f"shard_samples over {shard!r} paced at {rate / 1e3:.0f} KB/s (its {size:,} bytes take "
                 f"{STREAM_SHARD_S:g} s to arrive), closed after its first sample")
 
         def first() -> tuple[float, Any]:
-            samples = shard_samples(store.endpoint, remote.bucket, [shard])
+            samples = shard_samples(storage.endpoint, bucket, [shard])
             started = time.perf_counter()
             try:
                 item = next(samples)
@@ -350,32 +287,30 @@ def shard_samples_stream_as_they_arrive(ex: ModuleType) -> None:
 
         with no_leaks(what):
             took, item = within(60, what, first)
-        key = _unpack(item, what)[0]
-        assert key == remote.samples_of(shard)[0]["key"], (
-            f"{what}: the first sample was {key!r}, not the shard's first ({remote.samples_of(shard)[0]['key']!r}).")
+        key = unpack_remote_sample(item, what)[0]
+        assert key == first_key, f"{what}: the first sample was {key!r}, not the shard's first ({first_key!r})."
         assert took <= FIRST_SAMPLE_SHARE * STREAM_SHARD_S, (
             f"{what}: the first sample came {took:.2f} s after the first next(), where the whole shard takes "
             f"{STREAM_SHARD_S:g} s to arrive and its first sample about "
-            f"{STREAM_SHARD_S / len(remote.samples_of(shard)):.2f} s: it came only once {took / STREAM_SHARD_S:.0%} of "
+            f"{STREAM_SHARD_S / len(train.samples_of(shard)):.2f} s: it came only once {took / STREAM_SHARD_S:.0%} of "
             "the shard's transfer time had passed.")
 
 
 def shards_beat_objects(ex: ModuleType) -> Comparison:
     object_samples, shard_samples = require(ex, "object_samples"), require(ex, "shard_samples")
-    with _store("region") as store:
-        remote, profile = store.remote, PROFILES["region"]
-        shards = remote.shards[:TIMED_SHARDS]
-        entries = [entry for shard in shards for entry in remote.samples_of(shard)]
-        objects = [(entry["object"], entry["label"]) for entry in entries]
-        shard_sizes = _object_sizes(store.direct, remote.bucket, shards)
-        object_sizes = [entry["size"] for entry in entries]
-        model = _request_time(profile, object_sizes) / _request_time(profile, shard_sizes)
-        print(f"{len(entries)} samples: {len(objects)} objects against {len(shards)} shards under `region` "
+    with storage_session("region") as storage:
+        bucket, train, profile = storage.bucket, storage.split(SPLIT), PROFILES["region"]
+        shards = list(train.shard_keys[:TIMED_SHARDS])
+        samples = [sample for shard in shards for sample in train.samples_of(shard)]
+        objects = [(sample.object_key, sample.label) for sample in samples]
+        shard_sizes = _object_sizes(storage.server, bucket, shards)
+        model = _request_time(profile, [sample.size for sample in samples]) / _request_time(profile, shard_sizes)
+        print(f"{len(samples)} samples: {len(objects)} objects against {len(shards)} shards under `region` "
               f"({profile.latency_s * 1000:g} ms, {profile.connection_bytes_per_s / 1e6:g} MB/s per connection); "
               f"model speed-up {model:.1f}x, target {SPEEDUP_SHARE:g} of it")
         return compare(
-            lambda: object_samples(store.endpoint, remote.bucket, objects),
-            lambda: shard_samples(store.endpoint, remote.bucket, shards),
+            lambda: object_samples(storage.endpoint, bucket, objects),
+            lambda: shard_samples(storage.endpoint, bucket, shards),
             rounds=3, name="shard_samples", baseline_name="object_samples",
             target=SPEEDUP_SHARE * model, unit="samples",
         )
@@ -396,9 +331,9 @@ def _request_time(profile: NetworkProfile, sizes: Sequence[int]) -> float:
 
 def fetcher_keeps_order_within_the_bound(ex: ModuleType) -> None:
     fetch_in_flight = require(ex, "fetch_in_flight")
-    with _store(JITTERY) as store:
-        remote = store.remote
-        chosen = random.Random(15).sample(remote.objects, ORDER_OBJECTS)
+    with storage_session(JITTERY) as storage:
+        bucket, train = storage.bucket, storage.split(SPLIT)
+        chosen = random.Random(15).sample(train.samples, ORDER_OBJECTS)
         runs = [(in_flight, chosen, 0.0) for in_flight in IN_FLIGHT_SETTINGS]
         rng = random.Random(20)
         for in_flight, count, twice, pause_s in MORE_FETCH_PATTERNS:   # the bound holds on every pattern of keys
@@ -406,21 +341,21 @@ def fetcher_keeps_order_within_the_bound(ex: ModuleType) -> None:
             rng.shuffle(picked)
             runs.append((in_flight, picked, pause_s))
         for in_flight, picked, pause_s in runs:
-            keys = [key for key, _, _ in picked]
+            keys = [sample.object_key for sample in picked]
             twice = len(set(keys)) < len(keys)
-            store.network.reset()
+            storage.network.reset()
             setting = (f"fetch_in_flight over {len(keys)} objects{' (each given twice)' if twice else ''} with "
                        f"in_flight={in_flight}, answers taking {JITTER_LATENCY_S * 1000:g} +- {JITTER_S * 1000:g} ms "
                        "(they arrive out of order)"
                        + (f", the consumer pausing {pause_s * 1000:g} ms per item" if pause_s else ""))
-            got = _take(_paused(fetch_in_flight(store.endpoint, remote.bucket, keys, in_flight), pause_s), setting)
-            stats = store.stats()
+            got = _take(_paused(fetch_in_flight(storage.endpoint, bucket, keys, in_flight), pause_s), setting)
+            stats = storage.stats()
             assert stats.max_in_flight <= in_flight, (
                 f"{setting}: the proxy saw {stats.max_in_flight} requests open at once, more than in_flight="
                 f"{in_flight}: bound the requests open (a pool of in_flight threads, a semaphore), not only the "
                 "results kept.")
-            expected = [_digest_of(path) for _, _, path in picked]
-            digests = [_sha256(data) for data in got]
+            expected = [_digest_of(storage.dataset.local_file(SPLIT, sample)) for sample in picked]
+            digests = [sha256_decode(data) for data in got]
             assert len(digests) == len(expected), f"{setting}: yielded {len(digests)} items for {len(keys)} keys."
             wrong = [i for i, (a, b) in enumerate(zip(digests, expected)) if a != b]
             placed = sum(digest in expected for digest in digests)
@@ -441,29 +376,29 @@ def _paused(items: Iterator[Any], pause_s: float) -> Iterator[Any]:
 
 def fetcher_stops_on_close_and_on_error(ex: ModuleType) -> None:
     fetch_in_flight = require(ex, "fetch_in_flight")
-    with _store(SLOW) as store:
-        remote = store.remote
-        by_size = sorted(remote.objects, key=lambda item: item[2].stat().st_size)
+    with storage_session(SLOW) as storage:
+        bucket, train = storage.bucket, storage.split(SPLIT)
+        by_size = sorted(train.samples, key=lambda sample: sample.size)
         middle = len(by_size) // 2
-        keys = [key for key, _, _ in by_size[:1] + by_size[middle:middle + 2 * CLOSE_IN_FLIGHT]]
+        keys = [sample.object_key for sample in by_size[:1] + by_size[middle:middle + 2 * CLOSE_IN_FLIGHT]]
         what = (f"fetch_in_flight(in_flight={CLOSE_IN_FLIGHT}) closed after its first item, with "
                 f"{CLOSE_IN_FLIGHT - 1} requests still open (answers paced at "
                 f"{SLOW_BYTES_PER_S / 1e3:g} KB/s)")
 
         def close_early() -> None:
-            items = fetch_in_flight(store.endpoint, remote.bucket, keys, CLOSE_IN_FLIGHT)
+            items = fetch_in_flight(storage.endpoint, bucket, keys, CLOSE_IN_FLIGHT)
             next(items)
             items.close()
 
         with no_leaks(what, grace_s=STOP_GRACE_S):
             within(60, what, close_early)
-        store.network.use("loopback")
-        keys = [key for key, _, _ in remote.objects[:20]]
+        storage.network.use("loopback")
+        keys = [sample.object_key for sample in train.samples[:20]]
         keys[ERROR_AT] = "images-0/no-such-object.jpg"
         what = f"fetch_in_flight(in_flight=4) over keys whose #{ERROR_AT} does not exist"
         with no_leaks(what, grace_s=STOP_GRACE_S):
             try:
-                within(60, what, lambda: list(fetch_in_flight(store.endpoint, remote.bucket, keys, 4)))
+                within(60, what, lambda: list(fetch_in_flight(storage.endpoint, bucket, keys, 4)))
             except AssertionError:
                 raise
             except NotImplementedError:
@@ -476,11 +411,11 @@ def fetcher_stops_on_close_and_on_error(ex: ModuleType) -> None:
 
 def in_flight_reaches_the_model(ex: ModuleType) -> Comparison:
     fetch_in_flight = require(ex, "fetch_in_flight")
-    with _store(FAR) as store:
-        remote, profile = store.remote, FAR
-        chosen = remote.objects[:TIMED_OBJECTS]
-        keys = [key for key, _, _ in chosen]
-        mean_size = sum(path.stat().st_size for _, _, path in chosen) / len(chosen)
+    with storage_session(FAR) as storage:
+        bucket, profile = storage.bucket, FAR
+        chosen = storage.split(SPLIT).samples[:TIMED_OBJECTS]
+        keys = [sample.object_key for sample in chosen]
+        mean_size = sum(sample.size for sample in chosen) / len(chosen)
         prefixes = len({key.split("/")[0] for key in keys})
         one = 1 / _request_time(profile, [mean_size])
         model = min(IN_FLIGHT * one, profile.total_bytes_per_s / mean_size,
@@ -488,10 +423,10 @@ def in_flight_reaches_the_model(ex: ModuleType) -> Comparison:
         print(f"{len(keys)} objects of {mean_size / 1e3:.0f} KB on average over {prefixes} prefixes under `region` "
               f"with {FAR_LATENCY_S * 1000:g} ms latency; "
               f"model speed-up at {IN_FLIGHT} in flight {model:.1f}x, target {IN_FLIGHT_SHARE:g} of it")
-        client = store.endpoint.client()
+        client = storage.endpoint.client()
         return compare(
-            lambda: _one_at_a_time(client, remote.bucket, keys[:BASELINE_OBJECTS]),
-            lambda: fetch_in_flight(store.endpoint, remote.bucket, keys, IN_FLIGHT),
+            lambda: _one_at_a_time(client, bucket, keys[:BASELINE_OBJECTS]),
+            lambda: fetch_in_flight(storage.endpoint, bucket, keys, IN_FLIGHT),
             rounds=3, name=f"fetch_in_flight({IN_FLIGHT})", baseline_name="one request at a time",
             target=IN_FLIGHT_SHARE * model, unit="objects",
         )
@@ -504,63 +439,62 @@ def _one_at_a_time(client: Any, bucket: str, keys: Sequence[str]) -> Iterator[by
 
 # ---- step 3: an index, range reads -----------------------------------------------------------------------------------
 
-def _index(ex: ModuleType, store: Store, what: str, endpoint: Endpoint | None = None, bucket: str | None = None,
-           index_key: str | None = None) -> Any:
+def _index(ex: ModuleType, storage: StorageSession, what: str, split: RemoteSplit) -> Any:
     shard_index = require(ex, "ShardIndex")
-    return within(60, what, lambda: shard_index(endpoint or store.endpoint, bucket or store.remote.bucket,
-                                                index_key or store.remote.index_key))
+    return within(60, what, lambda: shard_index(storage.endpoint, storage.bucket, split.index_key))
 
 
 def _read(index: Any, keys: list[str], what: str) -> list[tuple[str, Any, int]]:
     items = within(60, what, lambda: index.read(keys))
     assert isinstance(items, list), f"{what}: read returned {type(items).__name__}, not a list of RemoteSample."
-    got = [_unpack(item, what) for item in items]
+    got = [unpack_remote_sample(item, what) for item in items]
     _typed(items, what, raw=True)
     return got
 
 
-def _check_samples(got: list[tuple[str, Any, int]], keys: list[str], remote: Remote, what: str) -> None:
-    labels = {entry["key"]: entry["label"] for entry in remote.index}
+def _check_samples(got: list[tuple[str, Any, int]], keys: list[str], storage: StorageSession, split: str,
+                   what: str) -> None:
+    by_key = storage.split(split).by_key()
     assert [key for key, _, _ in got] == keys, (
         f"{what}: read returned the keys {[key for key, _, _ in got][:4]}..., not those asked for, in that order "
         f"({keys[:4]}...).")
     for key, data, label in got:
-        expected = _local_file(remote, key).read_bytes()
+        expected = storage.dataset.local_file(split, by_key[key]).read_bytes()
         assert isinstance(data, (bytes, bytearray, memoryview)) and bytes(data) == expected, (
             f"{what}: the data of {key!r} is not its image's bytes ({len(data) if hasattr(data, '__len__') else '?'} "
             f"bytes, first {bytes(data[:8]) if hasattr(data, '__getitem__') else data!r}; expected {len(expected)} "
             f"bytes): fetch bytes offset .. offset + size - 1 of its shard (a Range's end is inclusive).")
-        assert label == labels[key], f"{what}: {key!r} came with label {label}, not {labels[key]}."
+        assert label == by_key[key].label, f"{what}: {key!r} came with label {label}, not {by_key[key].label}."
 
 
 def index_read_once_never_listed(ex: ModuleType) -> None:
-    with _store() as store:
-        remote = store.remote
-        index = _index(ex, store, "ShardIndex(endpoint, bucket, index_key)")
+    with storage_session() as storage:
+        train = storage.split(SPLIT)
+        index = _index(ex, storage, "ShardIndex(endpoint, bucket, index_key)", train)
         rng = random.Random(16)
-        keys = [entry["key"] for entry in remote.index]
+        keys = [sample.key for sample in train.samples]
         for round_ in range(3):
             asked = rng.sample(keys, 5)
             asked.append(asked[0])      # a key asked twice comes twice
             what = f"ShardIndex.read, call {round_ + 1} of 3, 6 keys in a shuffled order (one of them twice)"
-            _check_samples(_read(index, asked, what), asked, remote, what)
-        stats = store.stats()
-        reads = _gets_of(stats, remote.bucket, remote.index_key)
+            _check_samples(_read(index, asked, what), asked, storage, SPLIT, what)
+        stats = storage.stats()
+        reads = _gets_of(stats, storage.bucket, train.index_key)
         assert stats.lists == 0 and reads == 1, (
             f"ShardIndex made once and read 3 times: the proxy saw {stats.lists} LISTs and {reads} GETs of the index "
-            f"{remote.index_key!r}: read the index once, in __init__, and never LIST: the index says where every "
+            f"{train.index_key!r}: read the index once, in __init__, and never LIST: the index says where every "
             "sample is.")
-        with _store(split="val") as val:
-            index = _index(ex, val, f"ShardIndex over {val.remote.index_key!r}")
-            asked = [entry["key"] for entry in val.remote.index[::7]]
-            what = f"ShardIndex({val.remote.index_key!r}).read of {len(asked)} keys"
-            _check_samples(_read(index, asked, what), asked, val.remote, what)
+        val = storage.split("val")
+        index = _index(ex, storage, f"ShardIndex over {val.index_key!r}", val)
+        asked = [sample.key for sample in val.samples[::7]]
+        what = f"ShardIndex({val.index_key!r}).read of {len(asked)} keys"
+        _check_samples(_read(index, asked, what), asked, storage, "val", what)
 
 
-def _read_patterns(remote: Remote) -> list[tuple[str, list[str]]]:
+def _read_patterns(split: RemoteSplit) -> list[tuple[str, list[str]]]:
     """Patterns of keys for ShardIndex.read: (what, keys). The bounds hold on each, not only on one."""
     rng = random.Random(17)
-    shards = [[entry["key"] for entry in remote.samples_of(shard)] for shard in remote.shards]
+    shards = [[sample.key for sample in split.samples_of(shard)] for shard in split.shard_keys]
     mixed = [key for shard, first, count in READ_RUNS for key in shards[shard][first:first + count]]
     mixed += shards[EVERY_OTHER_SHARD][::2]
     rng.shuffle(mixed)
@@ -569,7 +503,7 @@ def _read_patterns(remote: Remote) -> list[tuple[str, list[str]]]:
     twice = shards[2][4:9]
     return [
         (f"{len(READ_RUNS)} runs of neighbours in shards and every other sample of a shard (shuffled)", mixed),
-        (f"{SCATTERED_KEYS} keys drawn at random from the split", rng.sample([e["key"] for e in remote.index],
+        (f"{SCATTERED_KEYS} keys drawn at random from the split", rng.sample([s.key for s in split.samples],
                                                                             SCATTERED_KEYS)),
         ("a run of 9 neighbours, the last first", shards[3][2:11][::-1]),
         ("runs of 1, 2, 3 and 5 neighbours, one sample apart", [shards[5][i] for i in (0, 2, 3, 5, 6, 7, 9, 10, 11,
@@ -580,26 +514,27 @@ def _read_patterns(remote: Remote) -> list[tuple[str, list[str]]]:
     ]
 
 
-def _runs_of(remote: Remote, keys: Sequence[str]) -> int:
+def _runs_of(split: RemoteSplit, keys: Sequence[str]) -> int:
     """How many runs of neighbours (next to each other in a shard's written order) the distinct keys make."""
-    place = {entry["key"]: number for number, entry in enumerate(remote.index)}
+    place = {sample.key: number for number, sample in enumerate(split.samples)}
     places = sorted({place[key] for key in keys})
     return sum(1 for before, now in zip([None, *places], places)
-               if before is None or now != before + 1 or remote.index[now]["shard"] != remote.index[before]["shard"])
+               if before is None or now != before + 1
+               or split.samples[now].shard_key != split.samples[before].shard_key)
 
 
 def range_reads_coalesce_neighbours(ex: ModuleType) -> None:
-    with _store() as store:
-        remote = store.remote
-        index = _index(ex, store, "ShardIndex(endpoint, bucket, index_key)")
-        sizes = {entry["key"]: entry["size"] for entry in remote.index}
-        for pattern, asked in _read_patterns(remote):
-            runs = _runs_of(remote, asked)
+    with storage_session() as storage:
+        train = storage.split(SPLIT)
+        index = _index(ex, storage, "ShardIndex(endpoint, bucket, index_key)", train)
+        sizes = {sample.key: sample.size for sample in train.samples}
+        for pattern, asked in _read_patterns(train):
+            runs = _runs_of(train, asked)
             own = sum(sizes[key] for key in set(asked))
-            store.network.reset()
+            storage.network.reset()
             what = f"ShardIndex.read of {len(asked)} keys, {pattern}: {runs} runs of neighbours"
-            _check_samples(_read(index, asked, what), asked, remote, what)
-            stats = store.stats()
+            _check_samples(_read(index, asked, what), asked, storage, SPLIT, what)
+            stats = storage.stats()
             assert stats.gets == stats.range_gets > 0, (
                 f"{what}: the proxy saw {_describe(stats)}: fetch the samples with Range requests, not whole shards.")
             assert stats.range_gets <= runs, (
@@ -614,12 +549,12 @@ def range_reads_coalesce_neighbours(ex: ModuleType) -> None:
 
 
 def non_206_answers_are_refused(ex: ModuleType) -> None:
-    with _store() as store:
-        remote = store.remote
-        index = _index(ex, store, "ShardIndex(endpoint, bucket, index_key)")
-        shard = remote.shards[1]
-        asked = [entry["key"] for entry in remote.samples_of(shard)[3:5]]
-        store.network.use(NetworkProfile("ex14-ignores-range", ignore_range=True))
+    with storage_session() as storage:
+        train = storage.split(SPLIT)
+        index = _index(ex, storage, "ShardIndex(endpoint, bucket, index_key)", train)
+        shard = train.shard_keys[1]
+        asked = [sample.key for sample in train.samples_of(shard)[3:5]]
+        storage.network.use(NetworkProfile("ex14-ignores-range", ignore_range=True))
         what = f"ShardIndex.read({asked}) from a server that ignores Range (it answers 200 with the whole shard)"
         try:
             got = _read(index, asked, what)
@@ -629,7 +564,9 @@ def non_206_answers_are_refused(ex: ModuleType) -> None:
             assert shard in str(err), (
                 f"{what} raised {type(err).__name__}: {err}; name the shard ({shard!r}) in the message.")
         else:
-            right = sum(bytes(data) == _local_file(remote, key).read_bytes() for key, data, _ in got)
+            by_key = train.by_key()
+            right = sum(bytes(data) == storage.dataset.local_file(SPLIT, by_key[key]).read_bytes()
+                        for key, data, _ in got)
             raise AssertionError(
                 f"{what}: read accepted the 200 answer and returned {len(got)} samples ({right} of them right): an "
                 "answer that is not 206 Partial Content must raise an error naming the shard, never be read as the "
@@ -672,16 +609,14 @@ class FolderWatch:
         self._thread.join()
 
 
-def _shard_bytes(store: Store) -> dict[str, bytes]:
+def _shard_bytes(storage: StorageSession) -> dict[str, bytes]:
     """The first CACHE_SHARDS shards' bytes, read from the server direct: the shards the cache checks ask for."""
-    client = store.direct.client()
-    return {key: client.get_object(Bucket=store.remote.bucket, Key=key)["Body"].read()
-            for key in store.remote.shards[:CACHE_SHARDS]}
+    return {key: stored_bytes(storage, key) for key in storage.split(SPLIT).shard_keys[:CACHE_SHARDS]}
 
 
-def _cache(ex: ModuleType, store: Store, cache_dir: Path | str, budget: int) -> Any:
+def _cache(ex: ModuleType, storage: StorageSession, cache_dir: Path | str, budget: int) -> Any:
     shard_cache = require(ex, "ShardCache")
-    return within(60, "ShardCache(...)", lambda: shard_cache(store.endpoint, store.remote.bucket, cache_dir, budget))
+    return within(60, "ShardCache(...)", lambda: shard_cache(storage.endpoint, storage.bucket, cache_dir, budget))
 
 
 def _get(cache: Any, key: str, shards: dict[str, bytes], what: str) -> None:
@@ -696,27 +631,26 @@ def _get(cache: Any, key: str, shards: dict[str, bytes], what: str) -> None:
         f"bytes, not the shard's {len(shards[key])} bytes.")
 
 
-def _mixed_objects(store: Store) -> dict[str, bytes]:
+def _mixed_objects(storage: StorageSession) -> dict[str, bytes]:
     """Objects of many sizes for the cache: four train shards, the first three val shards (none with a train shard's
     basename among them; ci's third is half the others), and a few images."""
-    client = store.direct.client()
-    val = _remote(store.direct, "val")
-    keys = [*store.remote.shards[3:7], *val.shards[:3], *(key for key, _, _ in store.remote.objects[:MIXED_OBJECTS])]
-    return {key: client.get_object(Bucket=store.remote.bucket, Key=key)["Body"].read() for key in keys}
+    train, val = storage.split(SPLIT), storage.split("val")
+    keys = [*train.shard_keys[3:7], *val.shard_keys[:3], *(s.object_key for s in train.samples[:MIXED_OBJECTS])]
+    return {key: stored_bytes(storage, key) for key in keys}
 
 
 def cache_stays_within_budget(ex: ModuleType) -> None:
-    with _store(CACHE_PROFILE) as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
-        shards = _shard_bytes(store)
+    with storage_session(CACHE_PROFILE) as storage, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
+        shards = _shard_bytes(storage)
         mean = sum(map(len, shards.values())) / len(shards)
-        mixed = _mixed_objects(store)
+        mixed = _mixed_objects(storage)
         settings = ((Path(scratch) / "cache" / "nested", 1, shards, int(BUDGET_SHARDS * mean)),
                     (relative_str(Path(scratch) / "other"), CACHE_THREADS, shards, int(BUDGET_SHARDS * mean) + 12_345),
                     (Path(scratch) / "mixed", CACHE_THREADS, mixed,
                      int(MIXED_BUDGET_LARGEST * max(map(len, mixed.values())))))
         rng = random.Random(18)
         for folder, threads, objects, budget in settings:
-            cache = _cache(ex, store, folder, budget)
+            cache = _cache(ex, storage, folder, budget)
             keys = list(objects)
             order = [rng.choice(keys) for _ in range(3 * len(keys))]
             sizes = sorted(map(len, objects.values()))
@@ -738,12 +672,11 @@ def cache_stays_within_budget(ex: ModuleType) -> None:
 
 
 def cache_keeps_each_shard_apart(ex: ModuleType) -> None:
-    with _store() as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
-        train, val = store.remote.shards[0], _remote(store.direct, "val").shards[0]
-        client = store.direct.client()
-        shards = {key: client.get_object(Bucket=store.remote.bucket, Key=key)["Body"].read() for key in (train, val)}
+    with storage_session() as storage, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
+        train, val = storage.split(SPLIT).shard_keys[0], storage.split("val").shard_keys[0]
+        shards = {key: stored_bytes(storage, key) for key in (train, val)}
         budget = 4 * sum(map(len, shards.values()))
-        cache = _cache(ex, store, Path(scratch) / "cache", budget)
+        cache = _cache(ex, storage, Path(scratch) / "cache", budget)
         what = (f"ShardCache(budget_bytes={budget:,}): get({train!r}), get({val!r}) (the same basename in "
                 "another split), then each again")
         for key in (train, val, train, val):
@@ -773,10 +706,10 @@ def _at_once(call: Callable[[], Any], threads: int, timeout_s: float) -> list[tu
 
 
 def cache_failure_reaches_every_waiter(ex: ModuleType) -> None:
-    with _store(BROKEN_BODIES) as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
-        shard = store.remote.shards[0]
-        shards = {shard: store.direct.client().get_object(Bucket=store.remote.bucket, Key=shard)["Body"].read()}
-        cache = _cache(ex, store, Path(scratch) / "cache", 2 * len(shards[shard]))
+    with storage_session(BROKEN_BODIES) as storage, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
+        shard = storage.split(SPLIT).shard_keys[0]
+        shards = {shard: stored_bytes(storage, shard)}
+        cache = _cache(ex, storage, Path(scratch) / "cache", 2 * len(shards[shard]))
         what = (f"{FAILING_WAITERS} threads asking ShardCache for {shard!r} at once, while every answer's body breaks "
                 "off (each attempt of each GET fails)")
         outcomes = _at_once(lambda: cache.get(shard), FAILING_WAITERS, ERROR_TIMEOUT_S)
@@ -788,7 +721,7 @@ def cache_failure_reaches_every_waiter(ex: ModuleType) -> None:
         for kind, value in filter(None, outcomes):
             assert kind == "raised" or bytes(value) == shards[shard], (
                 f"{what}: get returned {len(value):,} bytes, not the shard's {len(shards[shard]):,}, with no error.")
-        store.network.use("loopback")
+        storage.network.use("loopback")
         what = f"ShardCache.get({shard!r}) once the network works again, after that fetch failed"
         try:
             _get(cache, shard, shards, what)
@@ -821,12 +754,13 @@ def _run_threads(cache: Any, parts: list[list[str]], shards: dict[str, bytes], w
 
 
 def no_shard_fetched_twice_at_once(ex: ModuleType) -> None:
-    with _store(SAME_TIME_PROFILE) as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
-        shards = _shard_bytes(store)
-        keys = store.remote.shards[:SAME_TIME_SHARDS]
+    with (storage_session(SAME_TIME_PROFILE) as storage,
+          tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch):
+        shards = _shard_bytes(storage)
+        keys = list(storage.split(SPLIT).shard_keys[:SAME_TIME_SHARDS])
         budget = 2 * sum(len(shards[key]) for key in keys)
-        cache = _cache(ex, store, Path(scratch) / "cache", budget)
-        store.network.reset()
+        cache = _cache(ex, storage, Path(scratch) / "cache", budget)
+        storage.network.reset()
         what = (f"{SAME_TIME_THREADS} threads asking ShardCache for the same {SAME_TIME_SHARDS} shards at once "
                 f"({SAME_TIME_LATENCY_S * 1000:g} ms per request), budget_bytes={budget:,}")
         failures: list[str] = []
@@ -835,7 +769,7 @@ def no_shard_fetched_twice_at_once(ex: ModuleType) -> None:
             within(120, what, lambda: _run_threads(cache, parts, shards, what, failures,
                                                    threading.Barrier(SAME_TIME_THREADS)))
         assert not failures, failures[0]
-        gets = {key: _gets_of(store.stats(), store.remote.bucket, key) for key in keys}
+        gets = {key: _gets_of(storage.stats(), storage.bucket, key) for key in keys}
         assert all(count == 1 for count in gets.values()), (
             f"{what}: the proxy saw {gets} GETs per shard: a shard that several threads miss at once must be fetched "
             "once; the others wait for that download (a Future or an Event per shard being fetched), then read it.")
@@ -867,23 +801,23 @@ def lru_misses(order: Sequence[str], sizes: dict[str, int], budget: int,
 
 
 def second_epoch_hits_match_lru(ex: ModuleType) -> None:
-    with _store() as store, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
-        shards = _shard_bytes(store)
+    with storage_session() as storage, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
+        shards = _shard_bytes(storage)
         sizes = {key: len(data) for key, data in shards.items()}
         budget = int(LRU_BUDGET_SHARDS * sum(sizes.values()) / len(sizes))
         rng = random.Random(19)
         epochs = [_access_order(rng, list(shards)) for _ in range(2)]
-        cache = _cache(ex, store, Path(scratch) / "cache", budget)
+        cache = _cache(ex, storage, Path(scratch) / "cache", budget)
         what = f"ShardCache(budget_bytes={budget:,}), {LRU_ACCESSES} gets an epoch, from one thread"
         for key in epochs[0]:
             _get(cache, key, shards, f"{what}, epoch 1")
-        store.network.reset()
+        storage.network.reset()
         for key in epochs[1]:
             _get(cache, key, shards, f"{what}, epoch 2")
         first, held = lru_misses(epochs[0], sizes, budget)
         expected, _ = lru_misses(epochs[1], sizes, budget, held)
-        stats = store.stats()
-        got = Counter({key: n for key in shards if (n := _gets_of(stats, store.remote.bucket, key))})
+        stats = storage.stats()
+        got = Counter({key: n for key in shards if (n := _gets_of(stats, storage.bucket, key))})
         differ = sorted(key for key in set(got) | set(expected) if got[key] != expected[key])
         hit_rate = 1 - sum(got.values()) / len(epochs[1])
         expected_rate = 1 - sum(expected.values()) / len(epochs[1])
@@ -897,53 +831,34 @@ def second_epoch_hits_match_lru(ex: ModuleType) -> None:
 
 # ---- step 5: bad input -----------------------------------------------------------------------------------------------
 
-def _closed_port() -> int:
-    """A port on 127.0.0.1 where nothing listens (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _expect_error(run: Callable[[], Any], what: str, names: Sequence[str], silent: str) -> None:
-    """`run` must raise, within ERROR_TIMEOUT_S, an error whose message holds every one of `names`."""
-    try:
-        within(ERROR_TIMEOUT_S, what, run)
-    except (AssertionError, NotImplementedError):
-        raise
-    except Exception as err:
-        missing = [name for name in names if name not in str(err)]
-        assert not missing, (f"{what} raised {type(err).__name__}: {str(err)[:300]}; the message must name "
-                             f"{' and '.join(repr(n) for n in names)}: what failed and where.")
-    else:
-        raise AssertionError(f"{what} raised no error: {silent}")
-
-
 def store_errors_name_what_and_where(ex: ModuleType) -> None:
     object_samples, shard_samples = require(ex, "object_samples"), require(ex, "shard_samples")
     fetch_in_flight, shard_index, shard_cache = (require(ex, name) for name in
                                                  ("fetch_in_flight", "ShardIndex", "ShardCache"))
-    with shared_server() as direct, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
-        remote = _remote(direct)
-        bucket, (first, label, _), shard = remote.bucket, remote.objects[0], remote.shards[0]
+    with storage_session() as storage, tempfile.TemporaryDirectory(prefix="loaderlab-ex14-") as scratch:
+        direct, bucket, train = storage.server, storage.bucket, storage.split(SPLIT)
+        first, shard = train.samples[0], train.shard_keys[0]
         wrong_secret = Endpoint(direct.url, direct.access_key, direct.secret_key[::-1], direct.region)
-        nowhere = direct.through(f"http://127.0.0.1:{_closed_port()}")
+        nowhere = direct.through(f"http://127.0.0.1:{closed_port()}")
         missing_bucket, missing_key = "ex14-no-such-bucket", "images-0/train/no-such-class/no-such-file.jpg"
         missing_shard = "shards/train/shard-99999.tar"
         cases = (
-            ("ShardIndex with a wrong secret key", lambda: shard_index(wrong_secret, bucket, remote.index_key),
-             (remote.index_key, direct.url)),
+            ("ShardIndex with a wrong secret key", lambda: shard_index(wrong_secret, bucket, train.index_key),
+             (train.index_key, direct.url)),
             ("shard_samples from a bucket that does not exist",
              lambda: list(shard_samples(direct, missing_bucket, [shard])), (missing_bucket, direct.url)),
             ("fetch_in_flight over a key that does not exist",
-             lambda: list(fetch_in_flight(direct, bucket, [first, missing_key], 2)), (missing_key, direct.url)),
+             lambda: list(fetch_in_flight(direct, bucket, [first.object_key, missing_key], 2)),
+             (missing_key, direct.url)),
             ("ShardCache.get of a shard that does not exist",
              lambda: shard_cache(direct, bucket, Path(scratch) / "cache", 10**8).get(missing_shard),
              (missing_shard, direct.url)),
             (f"object_samples from {nowhere.url}, where no server runs",
-             lambda: list(object_samples(nowhere, bucket, [(first, label)])), (first, nowhere.url)),
+             lambda: list(object_samples(nowhere, bucket, [(first.object_key, first.label)])),
+             (first.object_key, nowhere.url)),
         )
         for what, run, names in cases:
-            _expect_error(run, what, names, "bad input must fail loudly, never give an empty epoch.")
+            expect_error(run, what, names, "bad input must fail loudly, never give an empty epoch.", ERROR_TIMEOUT_S)
 
 
 def _boundary_cuts(shard: bytes, sample: str) -> list[tuple[int, str]]:
@@ -961,40 +876,41 @@ def _boundary_cuts(shard: bytes, sample: str) -> list[tuple[int, str]]:
 
 def broken_data_errors_name_where(ex: ModuleType) -> None:
     shard_samples, shard_index = require(ex, "shard_samples"), require(ex, "ShardIndex")
-    with shared_server() as direct:
-        remote = _remote(direct)
+    with storage_session() as storage:
+        direct, train = storage.server, storage.split(SPLIT)
         client = direct.client()
         scratch = SCRATCH_BUCKET.format(pid=os.getpid())
         client.create_bucket(Bucket=scratch)
         try:
-            cut_shard, short_shard = remote.shards[0], remote.shards[1]
-            middle = remote.samples_of(cut_shard)[len(remote.samples_of(cut_shard)) // 2]
-            data = client.get_object(Bucket=remote.bucket, Key=cut_shard)["Body"].read()
-            client.put_object(Bucket=scratch, Key=cut_shard, Body=data[:middle["offset"] + middle["size"] // 2])
-            short = client.get_object(Bucket=remote.bucket, Key=short_shard)["Body"].read()
+            cut_shard, short_shard = train.shard_keys[0], train.shard_keys[1]
+            middle = train.samples_of(cut_shard)[len(train.samples_of(cut_shard)) // 2]
+            data = stored_bytes(storage, cut_shard)
+            client.put_object(Bucket=scratch, Key=cut_shard, Body=data[:middle.offset + middle.size // 2])
+            short = stored_bytes(storage, short_shard)
             client.put_object(Bucket=scratch, Key=short_shard, Body=short)
-            document = json.loads(client.get_object(Bucket=remote.bucket, Key=remote.index_key)["Body"].read())
-            past = next(entry for entry in document["samples"] if entry["shard"] == short_shard)
-            past["offset"] = len(short) - past["size"] // 2     # its bytes run past the shard's end
-            client.put_object(Bucket=scratch, Key=remote.index_key, Body=json.dumps(document).encode())
-            _expect_error(lambda: list(shard_samples(direct, scratch, [cut_shard])),
-                          f"shard_samples over {cut_shard!r} cut in the middle of a sample", (cut_shard,),
-                          "a shard cut short must raise an error naming it (tarfile raises ReadError: do not catch "
-                          "it silently): a silently short epoch trains on less data than you think.")
-            for cut, where in _boundary_cuts(data, middle["key"]):
+            past = train.samples_of(short_shard)[0]
+            document = json.loads(stored_bytes(storage, train.index_key))
+            row = next(row for row in document["samples"] if row["key"] == past.key)
+            row["offset"] = len(short) - past.size // 2     # its bytes run past the shard's end
+            client.put_object(Bucket=scratch, Key=train.index_key, Body=json.dumps(document).encode())
+            expect_error(lambda: list(shard_samples(direct, scratch, [cut_shard])),
+                         f"shard_samples over {cut_shard!r} cut in the middle of a sample", (cut_shard,),
+                         "a shard cut short must raise an error naming it (tarfile raises ReadError: do not catch "
+                         "it silently): a silently short epoch trains on less data than you think.", ERROR_TIMEOUT_S)
+            for cut, where in _boundary_cuts(data, middle.key):
                 client.put_object(Bucket=scratch, Key=cut_shard, Body=data[:cut])
-                _expect_error(lambda: list(shard_samples(direct, scratch, [cut_shard])),
-                              f"shard_samples over {cut_shard!r} cut {where} (its first {cut:,} of {len(data):,} "
-                              "bytes)", (cut_shard,),
-                              "the epoch ended short in silence. A shard cut short must raise an error naming it, "
-                              "wherever the cut falls.")
+                expect_error(lambda: list(shard_samples(direct, scratch, [cut_shard])),
+                             f"shard_samples over {cut_shard!r} cut {where} (its first {cut:,} of {len(data):,} "
+                             "bytes)", (cut_shard,),
+                             "the epoch ended short in silence. A shard cut short must raise an error naming it, "
+                             "wherever the cut falls.", ERROR_TIMEOUT_S)
             index = within(60, "ShardIndex over an index with an entry past its shard's end",
-                           lambda: shard_index(direct, scratch, remote.index_key))
-            _expect_error(lambda: index.read([past["key"]]),
-                          f"ShardIndex.read([{past['key']!r}]), whose index entry runs past the end of {short_shard!r}",
-                          (past["key"], short_shard),
-                          "a Range past the object's end is answered with fewer bytes (206, a shorter "
-                          "Content-Range): compare what came with the size the index gives.")
+                           lambda: shard_index(direct, scratch, train.index_key))
+            expect_error(lambda: index.read([past.key]),
+                         f"ShardIndex.read([{past.key!r}]), whose index entry runs past the end of {short_shard!r}",
+                         (past.key, short_shard),
+                         "a Range past the object's end is answered with fewer bytes (206, a shorter "
+                         "Content-Range): compare what came with the size the index gives.", ERROR_TIMEOUT_S)
         finally:
             keys = [entry["Key"] for entry in client.list_objects_v2(Bucket=scratch).get("Contents", [])]
             for key in keys:
@@ -1005,22 +921,22 @@ def broken_data_errors_name_where(ex: ModuleType) -> None:
 def failures_past_every_attempt_raise(ex: ModuleType) -> None:
     object_samples, shard_samples = require(ex, "object_samples"), require(ex, "shard_samples")
     fetch_in_flight = require(ex, "fetch_in_flight")
-    with _store() as store:
-        remote = store.remote
-        index = _index(ex, store, "ShardIndex(endpoint, bucket, index_key)")   # read while the network works
-        shard = remote.shards[0]
-        entries = remote.samples_of(shard)[:3]
-        local = {entry["key"]: _local_file(remote, entry["key"]).read_bytes() for entry in entries}
-        objects = [(entry["object"], entry["label"]) for entry in entries]
-        store.network.use(BROKEN_BODIES)
+    with storage_session() as storage:
+        bucket, train = storage.bucket, storage.split(SPLIT)
+        index = _index(ex, storage, "ShardIndex(endpoint, bucket, index_key)", train)   # read while the network works
+        shard = train.shard_keys[0]
+        samples = train.samples_of(shard)[:3]
+        objects = [(sample.object_key, sample.label) for sample in samples]
+        storage.network.use(BROKEN_BODIES)
         cases = (
-            (f"object_samples over {len(objects)} objects", lambda: object_samples(store.endpoint, remote.bucket,
+            (f"object_samples over {len(objects)} objects", lambda: object_samples(storage.endpoint, bucket,
                                                                                    objects), len(objects)),
-            (f"shard_samples over {shard!r}", lambda: shard_samples(store.endpoint, remote.bucket, [shard]),
-             len(remote.samples_of(shard))),
+            (f"shard_samples over {shard!r}", lambda: shard_samples(storage.endpoint, bucket, [shard]),
+             len(train.samples_of(shard))),
             (f"fetch_in_flight(in_flight=2) over {len(objects)} objects",
-             lambda: fetch_in_flight(store.endpoint, remote.bucket, [key for key, _ in objects], 2), len(objects)),
-            (f"ShardIndex.read of {len(entries)} neighbours", lambda: index.read(list(local)), len(entries)),
+             lambda: fetch_in_flight(storage.endpoint, bucket, [key for key, _ in objects], 2), len(objects)),
+            (f"ShardIndex.read of {len(samples)} neighbours", lambda: index.read([s.key for s in samples]),
+             len(samples)),
         )
         for what, run, count in cases:
             what = f"{what}, while every answer's body breaks off (each attempt of each GET fails)"
