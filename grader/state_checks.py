@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from grader.support import within
+from grader.support import raised_by, within
 
 
 def state_through_json(state: Any, when: str) -> Any:
@@ -36,16 +36,7 @@ def refusal(loader: Any, bad: Any, what: str, rest_changed: Callable[[], str | N
     iteration differs from the rest the loader held, None where it does not)."""
     before = state_through_json(within(10, "state_dict()", loader.state_dict), "before a refused load")
 
-    def load() -> BaseException | None:
-        try:
-            loader.load_state_dict(bad)
-        except NotImplementedError:
-            raise
-        except Exception as err:
-            return err
-        return None
-
-    error = within(10, f"load_state_dict of {what}", load)
+    error = within(10, f"load_state_dict of {what}", lambda: raised_by(lambda: loader.load_state_dict(bad)))
     if error is None:
         return None
     after = state_through_json(within(10, "state_dict()", loader.state_dict), "after a refused load")

@@ -108,6 +108,18 @@ def within(seconds: float, what: str, function: Callable[[], T]) -> T:
     return outcome["value"]
 
 
+def raised_by(call: Callable[[], Any]) -> BaseException | None:
+    """The exception `call()` raised, or None where it returned: for a check that expects an error. NotImplementedError
+    passes through, so that an open TODO reads "not started", not as the error the check expected."""
+    try:
+        call()
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        return err
+    return None
+
+
 def relative_str(path: Path) -> str:
     """`path` in the other form a `Path | str` contract promises: a str, relative to the working directory (the
     absolute str where there is no relative one: on Windows, another drive)."""

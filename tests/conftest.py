@@ -6,6 +6,7 @@
 # collected, so triton comes first here. (Graders run each check in its own process, so they never mix.)
 import torchvision.ops  # noqa: F401
 
+import os  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -14,6 +15,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from grader import catalog  # noqa: E402
+from grader.learner_copy import hand_out_for_testing  # noqa: E402
 from grader.conftest import s3_server  # noqa: E402,F401  (module 10's server: the fixture below asks for it)
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -51,6 +53,15 @@ def headless_browser(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., 
         return done.stdout
 
     return open_page
+
+
+@pytest.fixture(scope="session")
+def hand_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A learner's copy (`make learner-copy`) and the environment in which only it is importable. `make test` makes
+    one before its first phase and names it in LOADERLAB_HANDOUT; alone, this makes its own."""
+    given = os.environ.get("LOADERLAB_HANDOUT")
+    dest = Path(given) if given else tmp_path_factory.mktemp("handout") / "course"
+    return dest, hand_out_for_testing(dest, reuse=bool(given))
 
 
 # The exercises whose checks read from module 10's S3 server, as their grader files declare it (`usefixtures("s3_server")`).

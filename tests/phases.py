@@ -54,6 +54,7 @@ class Phase:
     workers: int = 1             # 1: one at a time, in one process (what measures speed); more: pytest-xdist
     dist: str = "worksteal"      # how pytest-xdist hands tests out ("loadfile": a notebook's cells together)
     in_handout: bool = False     # run in the hand-out, with only it importable (the notebooks, as a learner has them)
+    beside_next: bool = False    # start the next phase as this one starts: both run at once (untimed phases only)
     settings: tuple[tuple[str, str], ...] = ()  # environment variables of this phase alone
 
     def command(self, python: str, collect_only: bool = False) -> list[str]:
@@ -73,8 +74,11 @@ class Phase:
 UNTIMED = Phase("untimed: project tests (stubs graded in the hand-out) + graders' correctness on solutions",
                 ("tests/", "grader/", "--target", "solutions", "--durations=20"),
                 "not timing and not throughput", workers=3)
+# The notebooks leave the cores idle while they wait on their emulated networks and kernels, the spawn pass while its
+# checks wait on timeouts and new interpreters: run side by side they took 199 s, one after the other 157 + 84 s
+# (a fresh clone's `make test`, 2-core development machine, nothing else running, 2026-12-07).
 NOTEBOOKS = Phase("notebooks in the hand-out", ("--nbval-lax", "--nbval-current-env", "notebooks/", "--durations=10"),
-                  "", workers=2, dist="loadfile", in_handout=True)
+                  "", workers=2, dist="loadfile", in_handout=True, beside_next=True)
 SPAWN = Phase("graders' correctness on solutions under spawn",
               ("grader/", "--target", "solutions", "--start-method", "spawn", "--durations=10"),
               "starts_processes and not throughput and not spawn_case_of_its_own and not spawn_covered_by", workers=2)
@@ -86,7 +90,7 @@ COURSE = (UNTIMED, NOTEBOOKS, SPAWN, TIMED)
 # phases run them, in the checkout (no hand-out).
 PYTHON = (replace(UNTIMED, title="graders' correctness on solutions", args=("grader/", "--target", "solutions",
                                                                               "--durations=10")),
-          replace(NOTEBOOKS, title="notebooks", in_handout=False))
+          replace(NOTEBOOKS, title="notebooks", in_handout=False, beside_next=False))
 # `make test-targets`: the proofs of the timed targets, one at a time: every planted slow implementation misses its
 # target and every correct alternative meets the targets its route could move. Each proof that passes is recorded
 # with a fingerprint of the code it ran on (tests/proofs.py), and COURSE fails while a fingerprint differs.
@@ -108,14 +112,45 @@ def default_handout() -> Path:
     return Path(tempfile.gettempdir()) / f"loaderlab-handout-{REPO_ROOT.name}"
 
 
+@dataclass
+class Started:
+    """A phase's pytest session, started: what its line in the record says, and where its output goes."""
+
+    title: str
+    process: subprocess.Popen
+    start: float
+    log: Path | None   # a phase run beside another writes here, and its output is printed whole once it ends
+
+
+def start(title: str, command: list[str], *, cwd: Path = REPO_ROOT, env: dict[str, str] | None = None,
+          quiet: bool = False, log: Path | None = None) -> Started:
+    """Start `command` (its output to this terminal, to `log` where given, nowhere when `quiet`)."""
+    output = log.open("wb") if log is not None else subprocess.DEVNULL if quiet else None
+    try:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT if log else None)
+    finally:
+        if log is not None:
+            output.close()
+    return Started(title, process, time.monotonic(), log)
+
+
+def finish(started: Started) -> tuple[bool, str]:
+    """Wait for a started phase (its log printed whole, where it had one): whether it passed, and its record line."""
+    returncode = started.process.wait()
+    line = f"  {time.monotonic() - started.start:.0f} s  {started.title}\n"
+    if started.log is not None:
+        print(f"\n---- the output of {started.title} ----\n"
+              f"{started.log.read_text(errors='replace')}", flush=True)
+    return returncode == 0, line
+
+
 def timed(title: str, command: list[str], record: Path, *, cwd: Path = REPO_ROOT, env: dict[str, str] | None = None,
           quiet: bool = False) -> bool:
     """Run `command`, append its time and `title` to `record`; True if it passed."""
-    start = time.monotonic()
-    done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL if quiet else None)
+    passed, line = finish(start(title, command, cwd=cwd, env=env, quiet=quiet))
     with record.open("a") as out:
-        out.write(f"  {time.monotonic() - start:.0f} s  {title}\n")
-    return done.returncode == 0
+        out.write(line)
+    return passed
 
 
 def run(phases: tuple[Phase, ...], record: Path, handout: Path | None, label: str = "") -> list[str]:
@@ -148,13 +183,33 @@ def run_phases(phases: tuple[Phase, ...], record: Path, handout: Path | None, en
                      [python, "-m", "grader.learner_copy", str(handout), "--for-testing"], record, quiet=True):
             failed.append("a hand-out")
         env["LOADERLAB_HANDOUT"] = str(handout)
+    beside: list[tuple[Phase, Started]] = []   # started beside the phase that follows it
     for phase in phases:
         at_a_time = f" ({phase.workers} at a time)" if phase.workers > 1 else " (one at a time)"
         where, phase_env = REPO_ROOT, env | phase.env()
         if phase.in_handout:
             where = handout
             phase_env["PYTHONPATH"] = os.pathsep.join([str(handout / ".isolate"), str(handout)])
-        if not timed(named + phase.title + at_a_time, phase.command(python), record, cwd=where, env=phase_env):
+        title = named + phase.title + at_a_time + (", beside the next phase" if phase.beside_next else "")
+        log = record.with_name(f"{record.stem}-beside-{len(beside)}.log") if phase.beside_next else None
+        started = [*beside, (phase, start(title, phase.command(python), cwd=where, env=phase_env, log=log))]
+        if phase.beside_next:
+            beside = started[-1:]
+            continue
+        beside = []
+        failed += finish_all(started, record, named)
+    return failed + finish_all(beside, record, named)   # a last phase marked beside_next has no next to wait for
+
+
+def finish_all(started: list[tuple[Phase, Started]], record: Path, named: str) -> list[str]:
+    """Wait for each started phase, the last started first (the one beside it prints its output after); record each
+    one's time; the titles that failed."""
+    failed = []
+    for phase, running in reversed(started):
+        passed, line = finish(running)
+        with record.open("a") as out:
+            out.write(line)
+        if not passed:
             failed.append(named + phase.title)
     return failed
 

@@ -88,9 +88,11 @@ class ProofKind:
     also_depends_on: tuple[Path, ...]
 
     def fingerprint(self, folder: Path, exercise: str) -> str:
-        """A digest of what the proof of `folder` (a planted or alternative folder of `exercise`) depends on."""
-        roots = [*sorted(folder.rglob("*.py")), REPO_ROOT / "grader" / "checks" / f"{exercise}.py",
-                 REPO_ROOT / "grader" / f"test_{exercise}.py", *self.also_depends_on]
+        """A digest of what the proof of `folder` (a planted or alternative folder of `exercise`, or its stub, a file)
+        depends on."""
+        own = sorted(folder.rglob("*.py")) if folder.is_dir() else [folder]
+        roots = [*own, REPO_ROOT / "grader" / "checks" / f"{exercise}.py", REPO_ROOT / "grader" / f"test_{exercise}.py",
+                 *self.also_depends_on]
         files = course_sources(roots) | set(folder.rglob("*.toml")) | set((REPO_ROOT / "data_gen").rglob("*.py"))
         digest = hashlib.sha1()
         for path in sorted(files):
@@ -125,7 +127,7 @@ class ProofKind:
         """What a proof that differs from the record says: which folder, and how to record it."""
         return (f"{proof_key(folder)}, its exercise's grader or checks, or a course module they import changed since "
                 f"its proof was recorded in {self.path.name}. Run `{self.command}`, or this proof alone (`{self.env}=1 "
-                f"LOADERLAB_PROFILE=ci pytest tests/test_graders.py -m '{self.markers}' -k {folder.name}`), and commit {self.path.name}.")
+                f"LOADERLAB_PROFILE=ci pytest tests/test_graders.py -m '{self.markers}' -k {folder.stem}`), and commit {self.path.name}.")
 
 
 TIMED = ProofKind(REPO_ROOT / "tests" / "target-proofs.json", "LOADERLAB_RECORD_TARGET_PROOFS", "make test-targets",

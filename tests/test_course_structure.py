@@ -12,7 +12,7 @@
 - Every planted folder replaces only public names of the solution (its seams, CONTRIBUTING.md): it imports no
   `_private` name of `solutions/`, uses none through a solution module, and overrides no `_private` method.
 - Every stub imports where `solutions/` does not exist (a hand-out made by `make learner-copy`), and reads "not
-  started" there (`test_stubs_read_not_started_in_a_hand_out` grades the copy).
+  started" there (`tests/test_graders.py::test_an_untouched_stub_reads_not_started_in_a_hand_out` grades the copy).
 That every check can fail is `tests/test_graders.py::test_every_check_is_proven_able_to_fail`.
 """
 
@@ -31,8 +31,6 @@ import pytest
 
 from grader import catalog
 from grader.hints import all_hints, check_hints
-from grader.learner_copy import hand_out_for_testing
-from grader.results import NOT_STARTED, SKIPPED
 from loaderlab.paths import REPO_ROOT
 from proofs import imported_modules  # tests/ is on sys.path (its conftest is at the root of tests/)
 
@@ -264,15 +262,6 @@ def test_a_cuda_only_check_is_skipped_with_the_reason_without_a_gpu() -> None:
 
 # ---- the hand-out -----------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def hand_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A learner's copy (`make learner-copy`) and the environment in which only it is importable. `make test` makes
-    one before its first phase and names it in LOADERLAB_HANDOUT; alone, this makes its own."""
-    given = os.environ.get("LOADERLAB_HANDOUT")
-    dest = Path(given) if given else tmp_path_factory.mktemp("handout") / "course"
-    return dest, hand_out_for_testing(dest, reuse=bool(given))
-
-
 def test_complete_stubs_import_without_the_solutions(hand_out: tuple[Path, dict[str, str]]) -> None:
     """The stubs that are complete programs (tests/stubs/) are not graded in the hand-out below: they must import
     there all the same, and the hand-out must not see this checkout's solutions/."""
@@ -286,28 +275,6 @@ def test_complete_stubs_import_without_the_solutions(hand_out: tuple[Path, dict[
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("no solutions"), "the hand-out must not see this checkout's solutions/"
-
-
-def test_stubs_read_not_started_in_a_hand_out(hand_out: tuple[Path, dict[str, str]]) -> None:
-    """Grading a hand-out's untouched stubs, as a learner would before starting: every correctness check reads "not
-    started" and points at a TODO. (A stub that is a complete program with planted defects, tests/stubs/, is graded
-    in the repository by tests/test_graders.py; here it must import, above.)"""
-    dest, env = hand_out
-    results = dest / ".grader" / "stub-grades.json"
-    done = subprocess.run([sys.executable, "-m", "pytest", "grader/", "-m", "not throughput", "-q", "-p",
-                           "no:cacheprovider", "--results", str(results),
-                           *(f"--ignore=grader/test_{name}.py" for name in COMPLETE_STUBS)],
-                          cwd=dest, env=env, capture_output=True, text=True, timeout=900)
-    assert results.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
-    graded = json.loads(results.read_text())["exercises"]
-    assert sorted(graded) == sorted(set(EXERCISES) - set(COMPLETE_STUBS)), f"graded {sorted(graded)}"
-    cuda_only = {(e, c.name) for e in graded for c in catalog.find(e).checks if c.cuda_only}
-    for exercise, record in graded.items():
-        for result in record["checks"]:
-            if result["status"] == SKIPPED and (exercise, result["check"]) in cuda_only:
-                continue  # no CUDA GPU here: skipped, with the reason, before the stub is touched
-            assert result["status"] == NOT_STARTED and "TODO" in result["message"], (
-                f"{exercise}.{result['check']} on the hand-out's stub: {result['status']}: {result['message'][:800]}")
 
 
 # ---- the one exercise pattern (CONTRIBUTING.md) ------------------------------------------------------------------

@@ -5,14 +5,18 @@ reason, every check is proven able to fail, and correct alternatives to `solutio
 from __future__ import annotations
 
 import importlib
+import json
 import multiprocessing
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from grader import catalog
-from grader.results import BUSY_SHARE, FAIL, PASS, SKIPPED
+from grader.results import BUSY_SHARE, FAIL, NOT_STARTED, PASS, SKIPPED
 from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
@@ -101,6 +105,35 @@ def stub_failures(exercise: str) -> dict[str, str] | None:
     on the untouched stub must hold; None for a stub that raises NotImplementedError at its TODOs."""
     table = STUBS / f"{exercise}.toml"
     return tomllib.loads(table.read_text())["fails"] if table.is_file() else None
+
+
+GRADED_STUBS = [exercise for exercise in EXERCISES if stub_failures(exercise) is None]  # the others: above
+
+
+@pytest.mark.correctness_proof
+@pytest.mark.parametrize("exercise", GRADED_STUBS)
+def test_an_untouched_stub_reads_not_started_in_a_hand_out(exercise: str, hand_out: tuple[Path, dict[str, str]]) -> None:
+    """Grading a hand-out's untouched stub, as a learner would before starting: every correctness check reads "not
+    started" and points at a TODO. A proof like the planted folders' (tests/proofs.py): recorded for the stub, its
+    checks and grader and what they import, and re-run only when they change. (A stub that is a complete program with
+    planted defects, tests/stubs/, is graded by `test_untouched_complete_stub_fails_each_check_for_its_reason`.)"""
+    stub = REPO_ROOT / "exercises" / f"{exercise}.py"
+    skip_if_proved_on_this_code(stub, exercise)
+    dest, env = hand_out
+    results = dest / ".grader" / f"stub-grades-{exercise}.json"
+    done = subprocess.run([sys.executable, "-m", "pytest", f"grader/test_{exercise}.py", "-m", "not throughput", "-q",
+                           "-p", "no:cacheprovider", "--results", str(results)],
+                          cwd=dest, env=env, capture_output=True, text=True, timeout=600)
+    assert results.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    graded = json.loads(results.read_text())["exercises"]
+    assert list(graded) == [exercise], f"graded {sorted(graded)}"
+    cuda_only = {check.name for check in catalog.find(exercise).checks if check.cuda_only}
+    for result in graded[exercise]["checks"]:
+        if result["status"] == SKIPPED and result["check"] in cuda_only:
+            continue  # no CUDA GPU here: skipped, with the reason, before the stub is touched
+        assert result["status"] == NOT_STARTED and "TODO" in result["message"], (
+            f"{exercise}.{result['check']} on the hand-out's stub: {result['status']}: {result['message'][:800]}")
+    settle_correctness_proof(stub, exercise)
 
 
 def test_every_planted_folder_says_what_must_catch_it() -> None:
@@ -273,7 +306,8 @@ def test_the_timed_target_was_proved_on_this_code(key: str) -> None:
 def test_the_records_of_proofs_name_only_folders_that_exist() -> None:
     gone = sorted(set(TIMED.read()) - set(PROOFS))
     assert not gone, f"{TIMED.path.name} records proofs of folders that are gone or untimed: {gone}"
-    correctness = {proof_key(PLANTED / f) for f in CAUGHT} | {proof_key(ALTERNATIVES / f) for f in ALTERNATIVE_IMPLEMENTATIONS}
+    correctness = ({proof_key(PLANTED / f) for f in CAUGHT} | {proof_key(ALTERNATIVES / f) for f in ALTERNATIVE_IMPLEMENTATIONS}
+                   | {proof_key(REPO_ROOT / "exercises" / f"{exercise}.py") for exercise in GRADED_STUBS})
     gone = sorted(set(CORRECTNESS.read()) - correctness)
     assert not gone, f"{CORRECTNESS.path.name} records proofs of folders that are gone or not graded for correctness: {gone}"
 

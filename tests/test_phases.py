@@ -20,14 +20,33 @@ def test_every_phase_runs_and_is_timed_even_after_one_fails(tmp_path: Path) -> N
     assert [line.split(" s  ")[1] for line in lines] == ["fails (one at a time)", "passes (one at a time)"], lines
 
 
+def test_phases_beside_each_other_run_at_once_and_each_is_timed_and_judged(tmp_path: Path) -> None:
+    record = tmp_path / "phases.txt"
+    record.write_text("")
+    (tmp_path / "test_slow.py").write_text("import time\ndef test_it():\n    time.sleep(1)\n    assert False\n")
+    (tmp_path / "test_quick.py").write_text("def test_it():\n    pass\n")
+    slow = Phase("slow", (str(tmp_path / "test_slow.py"), "-q"), "", beside_next=True)
+    quick = Phase("quick", (str(tmp_path / "test_quick.py"), "-q"), "")
+    assert run_phases((slow, quick), record, None, {}) == ["slow"]
+    lines = record.read_text().splitlines()
+    assert [line.split(" s  ")[1] for line in lines] == ["quick (one at a time)",
+                                                          "slow (one at a time), beside the next phase"], lines
+    assert (tmp_path / "phases-beside-0.log").read_text().count("1 failed") == 1
+
+
+def untimed(phase: Phase) -> bool:
+    return (not phase.markers or "not timing" in phase.markers or "not throughput" in phase.markers
+            or phase.markers == "correctness_proof")   # tests/test_graders.py: none of them is timed
+
+
 def test_what_measures_speed_runs_last_and_alone() -> None:
     """A timed test beside another measures both: every phase that selects `timing` or `throughput` tests runs one
-    at a time, and the course's last phase is the timed one."""
+    at a time, beside no other phase, and the course's last phase is the timed one."""
     for phases in PHASE_SETS.values():
-        for phase in phases:
-            untimed = (not phase.markers or "not timing" in phase.markers or "not throughput" in phase.markers
-                       or phase.markers == "correctness_proof")   # tests/test_graders.py: none of them is timed
-            assert untimed or phase.workers == 1, phase
+        for phase, after in zip(phases, [*phases[1:], None]):
+            assert untimed(phase) or phase.workers == 1, phase
+            if phase.beside_next:
+                assert untimed(phase) and (after is None or untimed(after)), (phase, after)
     assert "(timing or throughput)" in COURSE[-1].markers and COURSE[-1].workers == 1
 
 

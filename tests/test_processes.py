@@ -94,21 +94,19 @@ def test_the_guardians_status_is_its_commands_when_the_command_ends_by_itself() 
         stop_tree(guardian, grace_s=0)
 
 
-def test_an_announcement_is_read_within_its_time_limit_or_said_missing() -> None:
-    quiet = _python("import time; time.sleep(120)", stdout=subprocess.PIPE)
+@pytest.mark.parametrize("code, timeout_s, expected", [
+    ("import time; time.sleep(120)", 0.2, (TimeoutError, "no announcement within 0.2 s")),
+    ("print('hello')", 10, (ValueError, "printed b'hello\\\\n' instead")),
+    ("from loaderlab.processes import announce; announce(port=1, pid=2)", 20, {"port": 1, "pid": 2}),
+])
+def test_an_announcement_is_read_within_its_time_limit_or_said_missing(code: str, timeout_s: float,
+                                                                      expected: object) -> None:
+    child = _python(code, stdout=subprocess.PIPE)
     try:
-        with pytest.raises(TimeoutError, match="no announcement within 0.2 s"):
-            read_announcement(quiet, 0.2)
+        if isinstance(expected, dict):
+            assert read_announcement(child, timeout_s) == expected
+        else:
+            with pytest.raises(expected[0], match=expected[1]):
+                read_announcement(child, timeout_s)
     finally:
-        stop_tree(quiet, grace_s=5)
-    wrong = _python("print('hello')", stdout=subprocess.PIPE)
-    try:
-        with pytest.raises(ValueError, match="printed b'hello\\\\n' instead"):
-            read_announcement(wrong, 10)
-    finally:
-        stop_tree(wrong, grace_s=5)
-    right = _python("from loaderlab.processes import announce; announce(port=1, pid=2)", stdout=subprocess.PIPE)
-    try:
-        assert read_announcement(right, 20) == {"port": 1, "pid": 2}
-    finally:
-        stop_tree(right, grace_s=5)
+        stop_tree(child, grace_s=5)

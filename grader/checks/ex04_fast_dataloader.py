@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from grader.support import (any_image_samples, assert_near_reference_crops, batch_layout, child_processes,
-                            dataset_samples, expected_crop, in_promised_type, no_leaks, relative_str, require, within)
+                            dataset_samples, expected_crop, in_promised_type, no_leaks, raised_by, relative_str,
+                            require, within)
 from loaderlab.baselines import tutorial_dataloader
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, linked_split, mean_abs_difference
@@ -386,16 +387,7 @@ def bad_input_is_reported(ex: ModuleType) -> None:
             ("a class folder with no images", lambda: make_loader(root, batch_size=2, num_workers=0), "zz_empty_class"),
         ]
         for what, build, name in cases:
-            def first_batch() -> BaseException | None:
-                try:
-                    next(iter(build()))
-                except NotImplementedError:
-                    raise
-                except Exception as err:
-                    return err
-                return None
-
-            error = within(60, f"make_loader on {what}", first_batch)
+            error = within(60, f"make_loader on {what}", lambda: raised_by(lambda: next(iter(build()))))
             assert error is not None, (
                 f"make_loader on {what} gave a batch: it must raise, naming {name!r}. Skipping an empty class folder "
                 "silently shifts the label of every class after it.")

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from grader.support import (assert_pixels_within, expected_crop, in_promised_type, no_leaks, relative_str, require,
-                            within)
+from grader.support import (assert_pixels_within, expected_crop, in_promised_type, no_leaks, raised_by, relative_str,
+                            require, within)
 from loaderlab.bench import Comparison, compare, count_batch
 from loaderlab.images import CROP, MEAN_TOLERANCE, Sample, linked_split, list_samples, mean_abs_difference
 from loaderlab.machine import usable_cores
@@ -369,13 +369,7 @@ def bad_input_gets_a_clear_error(ex: ModuleType) -> None:
     def outcome(what: str, folder: Path, **kwargs: object) -> BaseException | None:
         """The error that making the loader and loading one batch raised, or None."""
         def run() -> BaseException | None:
-            try:
-                next(iter(make_balanced_loader(folder, 4, **kwargs)))
-            except NotImplementedError:
-                raise
-            except Exception as err:
-                return err
-            return None
+            return raised_by(lambda: next(iter(make_balanced_loader(folder, 4, **kwargs))))
 
         with no_leaks(what):
             return within(60, what, run)

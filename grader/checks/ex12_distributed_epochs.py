@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader
 
 from grader.rank_checks import rank_failure
-from grader.support import no_leaks, require, within
+from grader.support import no_leaks, raised_by, require, within
 from loaderlab.distributed import HUNG, RankResult, RanksFailed, run_ranks
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
@@ -423,17 +423,8 @@ def bad_input_gets_a_clear_error(ex: ModuleType) -> None:
     for arguments in ((10, 2, 2), (10, 2, -1), (10, 0, 0), (-1, 2, 0)):
         dataset_size, world_size, rank = arguments
 
-        def make() -> BaseException | None:
-            try:
-                sampler = sampler_class(dataset_size, world_size, rank, training=True)
-                list(sampler)
-            except NotImplementedError:
-                raise
-            except Exception as err:
-                return err
-            return None
-
-        error = within(10, f"DistributedEpochSampler{arguments}", make)
+        error = within(10, f"DistributedEpochSampler{arguments}",
+                       lambda: raised_by(lambda: list(sampler_class(dataset_size, world_size, rank, training=True))))
         assert isinstance(error, ValueError), (
             f"DistributedEpochSampler(dataset_size={dataset_size}, world_size={world_size}, rank={rank}, training=True) "
             + ("was accepted" if error is None else f"raised {type(error).__name__}: {error}")
