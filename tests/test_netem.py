@@ -31,6 +31,7 @@ from loaderlab.processes import python_environment
 from loaderlab.storage.netem import (PROFILES, Event, Network, NetworkProfile, NetworkStartError, emulated_network,
                                      rate_over_time, unit_draw)
 from loaderlab.storage.server import ENV_PREFIX, Endpoint
+from owners import assert_child_gone_with_its_killed_owner  # tests/ is on sys.path
 
 BUCKET = "bucket"
 PATTERN = bytes(range(251)) * 4096   # about 1 MB; offsets show (251 is prime)
@@ -397,14 +398,7 @@ def test_a_killed_owner_leaves_no_proxy_running(upstream: str) -> None:
         "with emulated_network(sys.argv[1]):\n"
         "    print(psutil.Process().children()[0].pid, flush=True)\n"
         "    time.sleep(120)\n"), upstream], stdout=subprocess.PIPE, text=True, env=python_environment())
-    try:
-        proxy = psutil.Process(int(owner.stdout.readline()))
-        owner.kill()
-        owner.wait(REQUEST_TIMEOUT_S)
-        proxy.wait(REQUEST_TIMEOUT_S)   # psutil.TimeoutExpired if it outlived its owner
-    finally:
-        owner.kill()
-        owner.stdout.close()
+    assert_child_gone_with_its_killed_owner(owner, REQUEST_TIMEOUT_S)
 
 
 def test_the_keys_go_in_the_environment_and_only_with_an_endpoint(upstream: str,

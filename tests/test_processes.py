@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from loaderlab.processes import python_environment, read_announcement, start_owned, stop_tree
+from owners import assert_child_gone_with_its_killed_owner  # tests/ is on sys.path
 
 STOPPED_WITHIN_S = 10.0   # a child told to stop is gone within this (it needs a fraction of a second)
 
@@ -62,13 +63,7 @@ def test_a_child_started_owned_stops_when_its_owner_is_killed() -> None:
         "    'gone.wait(120)\\n'], stdout=subprocess.PIPE, env=python_environment())\n"
         "print(read_announcement(child, 20)['pid'], flush=True)\n"
         "time.sleep(120)\n", stdout=subprocess.PIPE, text=True)
-    try:
-        child = psutil.Process(int(owner.stdout.readline()))
-        owner.kill()
-        owner.wait(STOPPED_WITHIN_S)
-        child.wait(STOPPED_WITHIN_S)   # psutil.TimeoutExpired if it outlived its owner
-    finally:
-        stop_tree(owner, grace_s=0)
+    assert_child_gone_with_its_killed_owner(owner, STOPPED_WITHIN_S)
 
 
 def test_the_guardian_stops_its_command_and_removes_its_leftovers_when_its_input_closes(tmp_path: Path) -> None:
