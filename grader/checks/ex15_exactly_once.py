@@ -894,9 +894,23 @@ def every_sample_exactly_once_under_flaky(ex: ModuleType) -> None:
             "from its first missing byte), and never a piece that succeeded.")
 
 
-def _drain(iterator: Iterator[Any], got: list[list[str]], judge: Judge, what: str) -> None:
-    for batch in iterator:
-        got.append(judge.keys_of(batch, what))
+def _refused_after_the_first(storage: StorageSession, iterator: Iterator[Any], take: Callable[[Any], None], what: str,
+                             rest: str) -> BaseException | None:
+    """Take the first item of `iterator` with the proxy as it is, then answer every request 503 SlowDown and take the
+    rest (`take` is given each item; `rest` names them in a timeout): the error the iteration raised, or None where it
+    ended. The iterator is closed either way; a check's own failure and an open TODO pass through."""
+    try:
+        take(within(LOAD_TIMEOUT_S, what, lambda: next(iterator)))
+        storage.network.reset()
+        storage.network.use(REFUSE_ALL)
+        within(FAILING_TIMEOUT_S, f"{what}: {rest}", lambda: [take(item) for item in iterator])
+    except (AssertionError, NotImplementedError):
+        raise
+    except Exception as err:
+        return err
+    finally:
+        _close_quietly(iterator, what)
+    return None
 
 
 def _close_quietly(iterator: Any, what: str) -> None:
@@ -926,18 +940,8 @@ def a_read_failing_past_every_attempt_raises(ex: ModuleType) -> None:
             loader = _epochs(ex, storage, index, FAILING_BATCH, num_workers=FAILING_WORKERS, retry=retry)
             iterator = within(LOAD_TIMEOUT_S, f"iter() of {what}", lambda: iter(loader))
             got: list[list[str]] = []
-            error: BaseException | None = None
-            try:
-                got.append(judge.keys_of(within(LOAD_TIMEOUT_S, what, lambda: next(iterator)), what))
-                storage.network.reset()
-                storage.network.use(REFUSE_ALL)
-                within(FAILING_TIMEOUT_S, f"{what}: the rest of the epoch", lambda: _drain(iterator, got, judge, what))
-            except (AssertionError, NotImplementedError):
-                raise
-            except Exception as err:
-                error = err
-            finally:
-                _close_quietly(iterator, what)
+            error = _refused_after_the_first(storage, iterator, lambda batch: got.append(judge.keys_of(batch, what)),
+                                             what, "the rest of the epoch")
             received = len(_flat(got))
             refused = [event for event in storage.network.timeline() if event.is_get and event.status == 503]
             # (a reader that had every sample before the refusals began saw nothing fail: not judged)
@@ -959,26 +963,9 @@ def a_read_failing_past_every_attempt_raises(ex: ModuleType) -> None:
         with no_leaks(what):
             items = within(LOAD_TIMEOUT_S, what, lambda: read_objects(storage.endpoint, bucket, keys,
                                                                      FAILING_IN_FLIGHT, retry))
-            taken = 0
-            error = None
-            try:
-                within(LOAD_TIMEOUT_S, what, lambda: next(items))
-                taken = 1
-                storage.network.reset()
-                storage.network.use(REFUSE_ALL)
-
-                def rest() -> None:
-                    nonlocal taken
-                    for _ in items:
-                        taken += 1
-
-                within(FAILING_TIMEOUT_S, f"{what}: the rest", rest)
-            except (AssertionError, NotImplementedError):
-                raise
-            except Exception as err:
-                error = err
-            finally:
-                _close_quietly(items, what)
+            yielded: list[Any] = []
+            error = _refused_after_the_first(storage, items, yielded.append, what, "the rest")
+            taken = len(yielded)
             refused = [event for event in storage.network.timeline() if event.is_get and event.status == 503]
             assert (error is None and taken == len(keys) and not refused) or (
                     error is not None and any(key in str(error) for key in keys)), (
