@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import NullFormatter
 
 
 def _require(condition: bool, message: str) -> None:
@@ -146,6 +147,7 @@ def plot_waste(ax: Axes, intervals_s: Sequence[float], checkpoint_s: float, mtbf
     ax.axvline(young_interval_s(checkpoint_s, mtbf_s), color="0.3", linestyle=":", label="Young")
     ax.axvline(daly_interval_s(checkpoint_s, mtbf_s), color="0.6", linestyle="-.", label="Daly")
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # a narrow range labels every minor tick, unreadably
     ax.set_xlabel("interval between checkpoints (s)")
     ax.set_ylabel("share of wall-clock time wasted")
     ax.set_title(f"C = {checkpoint_s:g} s, M = {mtbf_s:g} s, R = {restart_s:g} s")
