@@ -9,13 +9,14 @@ import psutil
 
 
 def assert_child_gone_with_its_killed_owner(owner: subprocess.Popen, within_s: float) -> None:
-    """`owner` prints the pid of a child it started as its first line of output: kill the owner with SIGKILL, and fail
-    (psutil.TimeoutExpired) unless that child is gone within `within_s`."""
+    """`owner` prints the pid of a child it started (or several, space-separated) as its first line of output: kill
+    the owner with SIGKILL, and fail (psutil.TimeoutExpired) unless every one of them is gone within `within_s`."""
     try:
-        child = psutil.Process(int(owner.stdout.readline()))
+        children = [psutil.Process(int(pid)) for pid in owner.stdout.readline().split()]
         owner.kill()
         owner.wait(within_s)
-        child.wait(within_s)
+        for child in children:
+            child.wait(within_s)
     finally:
         owner.kill()
         owner.stdout.close()

@@ -1,0 +1,59 @@
+"""Module 11's elastic job (loaderlab.elastic): a real torchrun job of two nodes on this machine listens on loopback
+alone, trains every sample once, and leaves nothing running when its owner is killed. What the job does under
+failures is graded by exercise 16's checks, on its solution."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loaderlab.elastic.job import JobSpec, run_job, sandbox_unavailable
+from loaderlab.processes import python_environment
+from owners import assert_child_gone_with_its_killed_owner  # tests/ is on sys.path
+
+needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
+                                   reason=f"no sandbox here: {sandbox_unavailable()}")
+SOLUTION = JobSpec(hooks="ex16_elastic_epochs", path=("solutions",), num_samples=40, timeout_s=90)
+GONE_WITHIN_S = 20.0   # the sandbox's guardian: 5 s of grace, then SIGKILL; the PID namespace goes with its first process
+STARTED_WITHIN_S = 90  # two agents and two ranks importing torch on 2 busy cores
+
+# An owner that runs a job in a thread, prints the pids of every process under it once a rank has begun a step, and
+# waits to be killed.
+OWNER = """
+import json, os, sys, threading, time
+from pathlib import Path
+import psutil
+from loaderlab.elastic.job import JobSpec, run_job
+folder = Path(sys.argv[1])
+threading.Thread(target=run_job, args=(JobSpec(hooks="ex16_elastic_epochs", path=("solutions",), num_samples=4000,
+                 step_time_s=0.05, timeout_s=600), folder), daemon=True).start()
+deadline = time.monotonic() + float(sys.argv[2])
+while not any('"begin"' in p.read_text() for p in folder.glob("ledger/*.jsonl")):
+    assert time.monotonic() < deadline, "no rank began a step"
+    time.sleep(0.1)
+print(" ".join(str(p.pid) for p in psutil.Process().children(recursive=True)), flush=True)
+time.sleep(600)
+"""
+
+
+@needs_sandbox
+def test_a_job_of_two_nodes_listens_on_loopback_alone_and_trains_every_sample_once(tmp_path: Path) -> None:
+    result = run_job(SOLUTION, tmp_path)
+    assert result.returncode == 0, result.describe()
+    assert result.interfaces == ["lo"], f"the job's network held {result.interfaces}"
+    ports = {port for _, port in result.listeners}
+    assert len(ports) >= 2, f"the rendezvous store and gloo's sockets should have been seen: {result.listeners}"
+    [attempt] = result.attempts()
+    assert attempt.world_size == 2 and attempt.ranks == {0, 1} == attempt.ended_ranks
+    trained = sorted(sample for _, _, samples in result.committed_samples() for sample in samples)
+    assert trained == list(range(SOLUTION.num_samples))
+
+
+@needs_sandbox
+def test_a_killed_owner_leaves_no_process_of_its_job(tmp_path: Path) -> None:
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path), str(STARTED_WITHIN_S)],
+                             stdout=subprocess.PIPE, text=True, env=python_environment())
+    assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
