@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
-from loaderlab.elastic.job import JobSpec, run_job, sandbox_unavailable
+from loaderlab.elastic.job import Fault, JobSpec, run_job, sandbox_unavailable
 from loaderlab.processes import python_environment
 from owners import assert_child_gone_with_its_killed_owner  # tests/ is on sys.path
 
@@ -19,6 +21,7 @@ needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
 SOLUTION = JobSpec(hooks="ex16_elastic_epochs", path=("solutions",), num_samples=40, timeout_s=90)
 GONE_WITHIN_S = 20.0   # the sandbox's guardian: 5 s of grace, then SIGKILL; the PID namespace goes with its first process
 STARTED_WITHIN_S = 90  # two agents and two ranks importing torch on 2 busy cores
+AGENT_JOB_TIMEOUT_S = 30.0   # a job of 40 samples took 15 s here; past it the surviving agent waits in its exit barrier
 
 # An owner that runs a job in a thread, prints the pids of every process under it once a rank has begun a step, and
 # waits to be killed.
@@ -57,3 +60,20 @@ def test_a_killed_owner_leaves_no_process_of_its_job(tmp_path: Path) -> None:
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path), str(STARTED_WITHIN_S)],
                              stdout=subprocess.PIPE, text=True, env=python_environment())
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
+
+
+@needs_sandbox
+def test_a_killed_agent_leaves_no_process_once_its_job_ends(tmp_path: Path) -> None:
+    """SIGKILL to one torchrun agent alone: its rank lives on (it runs in a session of its own) and trains the epoch to
+    its end with the other; the other agent then waits for the lost one in its exit barrier (300 s, torchrun's
+    `exit_barrier_timeout`, which its command line does not set) until the job's time limit stops it. Nothing of the
+    job is left running after it."""
+    spec = replace(SOLUTION, timeout_s=AGENT_JOB_TIMEOUT_S, faults=(Fault("kill_agent", at_step=3, node=1),))
+    result = run_job(spec, tmp_path)
+    [killed_at] = [e["t"] for e in result.events if "agent alone killed" in e["event"]]
+    [attempt] = result.attempts()
+    assert attempt.ended_ranks == {0, 1}, result.describe()
+    assert any(end > killed_at for (_, rank), (_, end) in attempt.step_times.items() if rank == 1), result.describe()
+    assert result.timed_out, "the other agent should wait in its exit barrier\n" + result.describe()
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or ())]
+    assert not left, f"processes of the job still running after it ended: {left}\n" + result.describe()

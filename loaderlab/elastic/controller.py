@@ -78,6 +78,10 @@ def strike(fault: Fault, begun: list[dict[str, Any]], agents: list[subprocess.Po
         timeline.add(f"rank {fault.rank} killed (SIGKILL) at step {victims[0]['step']}", pid=victims[0]["pid"])
         return True
     agent = psutil.Process(agents[fault.node].pid)
+    if fault.kind == "kill_agent":
+        agent.kill()
+        timeline.add(f"node {fault.node}: its agent alone killed (SIGKILL) at step {due[0]['step']}")
+        return True
     members = [*agent.children(recursive=True), agent]
     for member in members:
         try:
@@ -115,7 +119,7 @@ def control(folder: Path) -> int:
             for fault in list(pending):
                 if strike(fault, begun, agents, timeline):
                     pending.remove(fault)
-                    if fault.kind == "kill_node":
+                    if fault.kind in ("kill_node", "kill_agent"):
                         killed.add(fault.node)
         time.sleep(POLL_S)
     for node, agent in enumerate(agents):

@@ -35,7 +35,7 @@ from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 
 __all__ = ["Attempt", "Fault", "JobResult", "JobSpec", "run_job", "sandbox_unavailable"]
 
-FaultKind = Literal["kill_rank", "kill_node", "hang_rank"]
+FaultKind = Literal["kill_rank", "kill_node", "kill_agent", "hang_rank"]
 SPEC_FILE, EVENTS_FILE, LEDGER_FOLDER, CHECKPOINT_FILE = "spec.json", "events.jsonl", "ledger", "checkpoint.pt"
 LISTENER_POLL_S = 0.2      # how often the host side reads the sandbox's listeners while the job runs
 STOP_MARGIN_S = 15.0       # past the job's own time limit, the host side stops the sandbox itself
@@ -47,6 +47,8 @@ class Fault:
     across attempts):
     - `kill_rank`: SIGKILL to the rank `rank` (from the controller, outside the rank);
     - `kill_node`: SIGKILL to the agent of node `node` and every rank it started, together (a machine lost);
+    - `kill_agent`: SIGKILL to the agent of node `node` alone (a launcher killed by hand or by a job scheduler): its
+      ranks live on without it, and the sandbox ends them with the job;
     - `hang_rank`: the rank `rank` stops before the step and never returns (a stuck read, a dead filesystem)."""
 
     kind: FaultKind
