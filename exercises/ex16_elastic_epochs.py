@@ -80,7 +80,8 @@ def join(world: World) -> None:
 
     Contract (the grader checks each point): one call of torch.distributed.init_process_group with backend "gloo",
     init_method "env://" (torchrun's MASTER_ADDR and MASTER_PORT), the rank and world size of `world` (not read from
-    the environment again), and timeout=timedelta(seconds=STEP_TIMEOUT_S).
+    the environment again), and timeout=timedelta(seconds=STEP_TIMEOUT_S), and nothing else (in one process the grader
+    records that call without making it; the torchrun job makes it).
     """
     # TODO(ex16, step 4): join with a timeout of your own: gloo's default is 30 minutes, and a rank whose peer hung
     # (or died without the launcher noticing) waits that long in its next collective, holding the whole job.

@@ -41,7 +41,7 @@ def read_variable(name: str) -> int:
     """The int in environment variable `name`, read now; ValueError naming it when it is missing or not an int."""
     value = os.environ.get(name)
     if value is None:
-        raise ValueError(f"{name} is not set: torchrun sets it in every rank it starts (is this running under torchrun?)")
+        raise ValueError(f"{name} is not set: torchrun sets it in every rank it starts (is this not under torchrun?)")
     try:
         return int(value)
     except ValueError:
