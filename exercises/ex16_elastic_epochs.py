@@ -152,7 +152,8 @@ def save_checkpoint(path: Path, checkpoint: dict[str, Any]) -> None:
     """Write `checkpoint` (a dict of tensors, state dicts and plain data) to `path`, in a folder that exists.
 
     Contract (the grader checks each point): a SIGKILL at any moment of the save leaves at `path` either the previous
-    checkpoint whole or the new one whole (the grader kills a save while it is writing); a completed save leaves
+    checkpoint whole or the new one whole (the grader kills a save while it serialises the checkpoint, and another
+    the moment the path changes, while a large checkpoint's bytes are written); a completed save leaves
     nothing else beside `path` (no temporary file); load_checkpoint(path) gives back what was saved.
     """
     # TODO(ex16, step 2): a rank can be killed while it writes, and torchrun then restarts every rank from this very
@@ -165,7 +166,8 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
 
     Contract (the grader checks each point): tensors, an optimizer's state dict and plain data come back as saved;
     a file that is not a checkpoint (garbage, a truncated checkpoint, a saved object that is not a dict) raises
-    ValueError naming the path, never an unpickling error of another type; the file is left as it was.
+    ValueError naming the path, never an unpickling error of another type; so does a file whose pickle names a
+    function to call (a pickle can name any), and nothing it names runs; the file is left as it was.
     """
     # TODO(ex16, step 2): the first attempt has no checkpoint; every later one resumes from it.
     # TODO(ex16, step 5): a file that is not a checkpoint gets one clear error, with its path. Load only what a

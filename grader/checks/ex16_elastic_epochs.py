@@ -1,6 +1,7 @@
-"""Checks for exercise 16 (an elastic epoch under torchrun), the ones that run in one process. Every check here is
-about the plan, the state and the files, against a reference computed here; the real torchrun job (a rank killed, a
-node lost, a hung rank) is graded on top of what these hold:
+"""Checks for exercise 16 (an elastic epoch under torchrun). Each step is graded first in one process (the plan, the
+state and the files, against a reference computed here), then in a real torchrun job of two nodes on this machine
+(`loaderlab.elastic`: the course's rank script calling the exercise's names, in the course's sandbox), read from the
+job's ledger of which samples each rank trained in which step:
   1 under torchrun: the world read from the environment when called; the order; the steps by the one rule from the
     epoch's start and from positions the same world size reaches; position_after;
   2 a rank killed: the state as plain data, resumed by a plan with another batch size; a checkpoint's round trip;
@@ -9,6 +10,8 @@ node lost, a hung rank) is graded on top of what these hold:
     another number of ranks;
   4 no rank waits forever: the call join makes (gloo, env://, the world's rank and size, the step timeout);
   5 bad input: a broken environment, bad arguments, states and files that do not fit are refused with ValueError.
+The jobs: 1 every sample once in the epoch's order, equal steps; 2 a rank SIGKILLed mid-epoch, resumed from the last
+checkpoint; 3 a node lost, the rest on the rank that remains; 4 a hung rank given up within STEP_TIMEOUT_S.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import pickle
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
@@ -30,8 +34,9 @@ from types import ModuleType
 from typing import Any
 
 from grader.state_checks import state_through_json
-from grader.support import no_leaks, raised_by, require, within
+from grader.support import NotGradedHere, no_leaks, raised_by, require, within
 from loaderlab.distributed import kill_tree
+from loaderlab.elastic.job import Fault, JobResult, JobSpec, run_job, sandbox_unavailable
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
 PRELOAD = ("torch",)
@@ -57,6 +62,10 @@ MIN_STEP_TIMEOUT_S, MAX_STEP_TIMEOUT_S = 5, 60
 CHILD_TIMEOUT_S = 60.0            # for it to start (a torch import under spawn) and reach the stall
 STALL_S = 120.0                   # the stall: never reached in full, the process is killed first
 KILL_WAIT_S = 10.0
+# A checkpoint whose bytes take a while to write: 50 M floats, 190 MiB; torch.save wrote it in 0.09-0.59 s on the
+# 2-core development machine (three runs, /tmp on disk), so a kill at the moment the path changes lands mid-write for
+# a save that writes over the path.
+LARGE_CHECKPOINT_FLOATS = 50_000_000
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RESTART_COUNT")
 # Worlds an attempt may see, one after the other; the first is in the environment when the module is imported.
 WORLDS = ({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "TORCHELASTIC_RESTART_COUNT": "0"},
@@ -416,6 +425,16 @@ class StallsWhenPickled:
         return (str, ("never reached",))
 
 
+class RunsCodeWhenLoaded:
+    """An object whose pickle names a function to call when the file is loaded: os.mkdir of `folder` (harmless)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def __reduce__(self) -> Any:
+        return (os.mkdir, (self.folder,))
+
+
 def save_until_killed(module_name: str, checkpoint: str, marker: str, error: str) -> None:
     """The killed save (a spawn-started process): save a first checkpoint, then a second that stalls mid-write."""
     try:
@@ -425,6 +444,48 @@ def save_until_killed(module_name: str, checkpoint: str, marker: str, error: str
     except BaseException:
         Path(error).write_text(traceback.format_exc())
         raise
+
+
+def save_large_when_told(module_name: str, checkpoint: str, ready: str, go: str, error: str) -> None:
+    """The other killed save (a spawn-started process): save a first checkpoint, say so, and once told, save a large
+    one (the grader kills the process as soon as the path changes: while the bytes are being written, for a save
+    that writes over the path)."""
+    import torch
+
+    try:
+        ex = importlib.import_module(module_name)
+        ex.save_checkpoint(Path(checkpoint), training_checkpoint(2, 8))
+        large = {"step": 3, "weights": torch.ones(LARGE_CHECKPOINT_FLOATS)}
+        Path(ready).write_text("saved")
+        while not Path(go).exists():
+            time.sleep(0.001)
+        ex.save_checkpoint(Path(checkpoint), large)
+    except BaseException:
+        Path(error).write_text(traceback.format_exc())
+        raise
+
+
+def _killed_when_the_path_changes(process: Any, path: Path, ready: Path, go: Path, error: Path) -> None:
+    """Wait for the first save, then let the large one start and SIGKILL the process the moment `path` changes."""
+    deadline = time.monotonic() + CHILD_TIMEOUT_S
+    while not ready.exists():
+        if error.exists():
+            raise AssertionError(f"the saving process failed before it was killed:\n{error.read_text()[-2000:]}")
+        assert process.is_alive() or ready.exists(), (
+            f"the saving process ended (exit code {process.exitcode}) before its second save.")
+        assert time.monotonic() < deadline, f"the saving process did not save within {CHILD_TIMEOUT_S:.0f} s."
+        time.sleep(0.01)
+    before = path.stat()
+    go.write_text("go")
+    deadline = time.monotonic() + CHILD_TIMEOUT_S
+    while process.is_alive() and time.monotonic() < deadline:
+        try:
+            now = path.stat()
+        except FileNotFoundError:
+            break
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
+            break
+    kill_tree(process, KILL_WAIT_S)
 
 
 REPLACE_ADVICE = ("The kill came while the next checkpoint was being written: write it beside the path, and move it "
@@ -469,6 +530,34 @@ def checkpoint_survives_a_kill_mid_write(ex: ModuleType) -> None:
         assert difference is None, (
             f"killed while saving the next checkpoint, the path must still hold the previous one whole: {difference}. "
             + REPLACE_ADVICE)
+        _survives_a_kill_while_writing(ex, Path(folder) / "large", expected)
+
+
+def _survives_a_kill_while_writing(ex: ModuleType, folder: Path, expected: dict[str, Any]) -> None:
+    """The second moment: a SIGKILL as soon as the path changes, while a large checkpoint's bytes are written."""
+    folder.mkdir()
+    path, ready, go, error = folder / "checkpoint.pt", folder / "ready", folder / "go", folder / "error.txt"
+    process = multiprocessing.get_context("spawn").Process(
+        target=save_large_when_told, args=(ex.__name__, str(path), str(ready), str(go), str(error)))
+    process.start()
+    try:
+        _killed_when_the_path_changes(process, path, ready, go, error)
+    finally:
+        kill_tree(process, KILL_WAIT_S)
+    what = (f"a process saved a checkpoint, then saved one of {LARGE_CHECKPOINT_FLOATS * 4 // 2**20} MiB and was "
+            "SIGKILLed the moment the path changed")
+    try:
+        loaded = _load(ex, path) if path.exists() else None
+    except Exception as err:
+        raise AssertionError(f"{what}: load_checkpoint then raised {type(err).__name__}: {str(err)[:300]}. "
+                             + REPLACE_ADVICE) from None
+    assert loaded is not None, f"{what}: {path.name} was gone. " + REPLACE_ADVICE
+    if loaded.get("step") == 3:   # the new checkpoint, whole: the path changed when it was moved there
+        whole = loaded.get("weights") is not None and loaded["weights"].numel() == LARGE_CHECKPOINT_FLOATS
+        assert whole, f"{what}: the path held part of the new checkpoint. " + REPLACE_ADVICE
+        return
+    difference = _deep_difference(expected, loaded)
+    assert difference is None, f"{what}: the path held neither checkpoint whole ({difference}). " + REPLACE_ADVICE
 
 
 # ---- step 3: a node lost ---------------------------------------------------------------------------------------
@@ -692,3 +781,138 @@ def bad_checkpoint_is_refused(ex: ModuleType) -> None:
                 f"load_checkpoint of a file holding {name} raised ValueError({str(error)[:200]!r}): name the path, "
                 f"{path}.")
             assert path.read_bytes() == data, f"load_checkpoint changed the file holding {name}: leave it as it was."
+        for name, write in (("torch.save", torch.save), ("pickle", lambda obj, target: target.write_bytes(pickle.dumps(obj)))):
+            ran = Path(folder) / f"ran-{name.replace('.', '-')}"
+            path = Path(folder) / f"runs-code-{name.replace('.', '-')}.pt"
+            write({"model": {}, "step": 1, "payload": RunsCodeWhenLoaded(str(ran))}, path)
+            error = _refused(lambda: require(ex, "load_checkpoint")(path), f"load_checkpoint({path})")
+            assert not ran.exists(), (
+                f"load_checkpoint of a file written by {name} whose pickle names a function to call (os.mkdir, here "
+                f"harmless) ran it: loading a file must build only what a checkpoint holds (tensors, dicts, lists, "
+                f"numbers, strings), never call what the file names (torch.load(..., weights_only=True)).")
+            assert isinstance(error, ValueError) and str(path) in str(error), (
+                f"load_checkpoint of a file written by {name} that names a function to call "
+                + ("returned it" if error is None else f"raised {type(error).__name__}: {str(error)[:300]}")
+                + f": refuse it with ValueError naming the path, {path}.")
+
+
+# ---- under torchrun: real jobs of two nodes (loaderlab.elastic) ---------------------------------------------------
+#
+# Each job runs the course's rank script (loaderlab.elastic.rank) under two torchrun agents in the course's sandbox,
+# calling the exercise's names, and its ledger says which samples each rank trained in which step, and which steps
+# count (those up to the checkpoint the next attempt loaded). Measured on the 2-core development machine, with other
+# work beside it: a job of two nodes 15 s from start to end; a restart after a killed rank 8 s, after a lost node 5 s
+# (keep-alive 1 s x 2), after a hung rank the solution's STEP_TIMEOUT_S (10 s) plus 8 s.
+
+JOB_SAMPLES, JOB_BATCH = 45, 4            # 2 ranks: 6 steps, the last block 5 samples (3 + 2)
+KILLED_SAMPLES, KILLED_BATCH = 60, 3      # 2 ranks: 10 steps; rank 1 killed when it begins step 6
+LOST_SAMPLES, LOST_BATCH = 50, 3          # node 1 lost at step 5: the rest on 1 rank
+HUNG_AT_STEP = 4
+RESTART_ALLOWANCE_S = 40.0                # past STEP_TIMEOUT_S, for torchrun to stop, rendezvous and start two ranks
+JOB_TIMEOUT_S = 150.0                     # a whole job, restarts included
+
+
+def _job(ex: ModuleType, folder: str, **shape: Any) -> JobResult:
+    """Run a job of two nodes on the exercise (its module by name, from its folder), or skip where no sandbox can be
+    made on this machine."""
+    reason = sandbox_unavailable()
+    if reason:
+        raise NotGradedHere(f"this check runs a torchrun job in the course's sandbox, and {reason}")
+    spec = JobSpec(hooks=ex.__name__, path=(str(Path(ex.__file__).parent),), **{"timeout_s": JOB_TIMEOUT_S, **shape})
+    return run_job(spec, Path(folder))
+
+
+def _job_failed(result: JobResult, what: str) -> str:
+    return f"{what}: the job ended with status {result.returncode}. What it did, and the end of its logs:\n" \
+           + result.describe()
+
+
+def _exactly_once_in_order(ex: ModuleType, result: JobResult, num_samples: int, batch_size: int, what: str) -> None:
+    """The steps that count, read in (step, rank) order, are the epoch's order, each sample once."""
+    order = ex.EpochPlan(num_samples, batch_size, SEED, EPOCH, DATASET).order()
+    trained = [sample for _, _, samples in result.committed_samples() for sample in samples]
+    counts = Counter(trained)
+    twice = sorted(s for s, n in counts.items() if n > 1)
+    missing = sorted(set(range(num_samples)) - set(counts))
+    assert not twice and not missing, (
+        f"{what}: over the steps that count (each attempt's steps up to the checkpoint the next one loaded), "
+        f"{len(twice)} samples were trained more than once (e.g. {twice[:5]}) and {len(missing)} never (e.g. "
+        f"{missing[:5]}).\n" + result.describe())
+    assert trained == order, (
+        f"{what}: every sample was trained once, but not in the epoch's order: read in (step, rank) order, the steps "
+        f"that count begin {trained[:12]}, the order this process draws for the epoch begins {order[:12]}.")
+
+
+def _equal_steps(result: JobResult, what: str) -> None:
+    """Every rank of an attempt trained as many steps as the others, among the steps that count."""
+    for counts in result.counted_steps_per_rank():
+        assert len(set(counts.values())) == 1, (
+            f"{what}: in one attempt the ranks trained different numbers of steps ({counts}): a rank with one step "
+            "more waits in its all_reduce for a partner that has left.\n" + result.describe())
+
+
+def trains_every_sample_once_under_torchrun(ex: ModuleType) -> None:
+    with TemporaryDirectory(prefix="ex16-job-") as folder:
+        result = _job(ex, folder, num_samples=JOB_SAMPLES, batch_size=JOB_BATCH, seed=SEED, epoch=EPOCH,
+                      dataset=DATASET)
+    what = f"A job of two nodes, one rank each, over an epoch of {JOB_SAMPLES} samples in batches of {JOB_BATCH}"
+    assert result.returncode == 0, _job_failed(result, what)
+    [attempt] = result.attempts() or [None]
+    assert attempt is not None and attempt.ranks == {0, 1} == attempt.ended_ranks, (
+        f"{what}: expected one attempt whose ranks 0 and 1 both finished the epoch.\n" + result.describe())
+    _equal_steps(result, what)
+    _exactly_once_in_order(ex, result, JOB_SAMPLES, JOB_BATCH, what)
+
+
+def a_killed_rank_costs_no_sample(ex: ModuleType) -> None:
+    with TemporaryDirectory(prefix="ex16-job-") as folder:
+        result = _job(ex, folder, num_samples=KILLED_SAMPLES, batch_size=KILLED_BATCH, seed=SEED, epoch=EPOCH,
+                      dataset=DATASET, checkpoint_every=2, faults=(Fault("kill_rank", at_step=6, rank=1),))
+    what = (f"A job of two nodes whose rank 1 was killed (SIGKILL) as it began step 6 (a checkpoint every 2 steps, "
+            f"{KILLED_SAMPLES} samples in batches of {KILLED_BATCH})")
+    assert result.returncode == 0, _job_failed(result, what)
+    attempts = result.attempts()
+    assert len(attempts) >= 2, f"{what}: torchrun restarted nothing.\n" + result.describe()
+    first, second = attempts[:2]
+    last_commit = max((step for step, _ in first.committed), default=0)
+    assert second.loaded_step == last_commit, (
+        f"{what}: the first attempt committed its last checkpoint after step {last_commit}, but the restarted "
+        f"ranks began from step {second.loaded_step}: a restart resumes from the last checkpoint, no earlier.\n"
+        + result.describe())
+    _equal_steps(result, what)
+    _exactly_once_in_order(ex, result, KILLED_SAMPLES, KILLED_BATCH, what)
+
+
+def a_lost_node_leaves_the_rest_to_the_others(ex: ModuleType) -> None:
+    with TemporaryDirectory(prefix="ex16-job-") as folder:
+        result = _job(ex, folder, num_samples=LOST_SAMPLES, batch_size=LOST_BATCH, seed=SEED, epoch=EPOCH,
+                      dataset=DATASET, min_nodes=1, faults=(Fault("kill_node", at_step=5, node=1),))
+    what = (f"A job of two nodes (--nnodes=1:2) that lost node 1 (its agent and rank killed together) at step 5 "
+            f"({LOST_SAMPLES} samples in batches of {LOST_BATCH})")
+    assert result.returncode == 0, _job_failed(result, what)
+    last = result.attempts()[-1]
+    assert last.world_size == 1, (
+        f"{what}: the last attempt ran on {last.world_size} ranks, not on the 1 that remained.\n" + result.describe())
+    _equal_steps(result, what)
+    _exactly_once_in_order(ex, result, LOST_SAMPLES, LOST_BATCH, what)
+
+
+def a_hung_rank_is_given_up_within_the_timeout(ex: ModuleType) -> None:
+    timeout_s = require(ex, "STEP_TIMEOUT_S")
+    with TemporaryDirectory(prefix="ex16-job-") as folder:
+        result = _job(ex, folder, num_samples=JOB_SAMPLES, batch_size=JOB_BATCH, seed=SEED, epoch=EPOCH,
+                      dataset=DATASET, timeout_s=timeout_s + RESTART_ALLOWANCE_S,
+                      faults=(Fault("hang_rank", at_step=HUNG_AT_STEP, rank=1),))
+    what = f"A job of two nodes whose rank 1 hung (stopped for good) as it began step {HUNG_AT_STEP}"
+    hung = [r for r in result.records if r["kind"] == "begin" and r["rank"] == 1 and r["step"] == HUNG_AT_STEP]
+    assert not result.timed_out, (
+        f"{what}: {timeout_s + RESTART_ALLOWANCE_S:.0f} s after the job started, it was still waiting: nothing gave "
+        f"rank 1 up (STEP_TIMEOUT_S = {timeout_s}; does join pass it to init_process_group?).\n" + result.describe())
+    assert result.returncode == 0, _job_failed(result, what)
+    attempts = result.attempts()
+    assert hung and len(attempts) >= 2, f"{what}: no restart followed.\n" + result.describe()
+    waited = attempts[1].started_s - hung[0]["t"]
+    assert waited <= timeout_s + RESTART_ALLOWANCE_S, (
+        f"{what}: the restarted ranks began {waited:.1f} s after rank 1 hung, more than STEP_TIMEOUT_S "
+        f"({timeout_s} s) and {RESTART_ALLOWANCE_S:.0f} s for torchrun's restart.")
+    _exactly_once_in_order(ex, result, JOB_SAMPLES, JOB_BATCH, what)

@@ -99,8 +99,8 @@ class JobSpec:
 @dataclass
 class Attempt:
     """One start of the ranks by torchrun: its world size, the checkpoint it began from (step and position of the
-    epoch; 0 and 0 for none), the samples each rank trained in each step (and when: `step_times`, from its `begin` to
-    its end), the checkpoints it committed (and how long each save took), and when each rank's process was created,
+    epoch; 0 and 0 for none), the samples each rank began to train in each step (and, for the steps it finished, when:
+    `step_times`, from its `begin` to its end), the checkpoints it committed (and how long each save took), and when each rank's process was created,
     reached the script's first line, joined the group and loaded the checkpoint (`starts`: rank -> those four times)."""
 
     key: int
@@ -109,7 +109,7 @@ class Attempt:
     loaded_position: int
     started_s: float
     ranks: set[int] = field(default_factory=set)
-    steps: dict[tuple[int, int], list[int]] = field(default_factory=dict)    # (step, rank) -> samples
+    steps: dict[tuple[int, int], list[int]] = field(default_factory=dict)    # (step, rank) -> samples, once begun
     step_times: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
     committed: list[tuple[int, int]] = field(default_factory=list)           # (step, position), in order
     save_s: list[float] = field(default_factory=list)
@@ -151,11 +151,11 @@ class JobResult:
             if attempt is None:
                 continue
             if record["kind"] == "begin":
+                attempt.steps[(record["step"], record["rank"])] = record["samples"]
                 begun[(key, record["step"], record["rank"])] = record["t"]
             elif record["kind"] == "step":
-                attempt.steps[(record["step"], record["rank"])] = record["samples"]
                 attempt.step_times[(record["step"], record["rank"])] = (
-                    begun.get((key, record["step"], record["rank"]), record["t"]), record["t"])
+                    begun[(key, record["step"], record["rank"])], record["t"])
             elif record["kind"] == "commit":
                 attempt.committed.append((record["step"], record["position"]))
                 attempt.save_s.append(record["save_s"])
@@ -166,13 +166,23 @@ class JobResult:
     def committed_samples(self) -> list[tuple[int, int, list[int]]]:
         """(step, rank, samples) of every step that counts, in (step, rank) order: each attempt's steps up to the step
         of the checkpoint the next attempt loaded, and every step of the last attempt."""
-        attempts = self.attempts()
-        counted = []
-        for attempt, following in zip(attempts, [*attempts[1:], None]):
-            last = following.loaded_step if following is not None else None
-            counted += [(step, rank, samples) for (step, rank), samples in attempt.steps.items()
-                        if last is None or step <= last]
+        counted = [(step, rank, samples) for _, step, rank, samples in self._counted()]
         return sorted(counted, key=lambda item: item[:2])
+
+    def counted_steps_per_rank(self) -> list[dict[int, int]]:
+        """For each attempt, in order: how many of its steps that count each of its ranks trained."""
+        counts: dict[int, dict[int, int]] = {}
+        for attempt, _, rank, _ in self._counted():
+            counts.setdefault(attempt.key, {}).setdefault(rank, 0)
+            counts[attempt.key][rank] += 1
+        return [counts[attempt.key] for attempt in self.attempts() if attempt.key in counts]
+
+    def _counted(self) -> list[tuple[Attempt, int, int, list[int]]]:
+        attempts = self.attempts()
+        return [(attempt, step, rank, samples)
+                for attempt, following in zip(attempts, [*attempts[1:], None])
+                for (step, rank), samples in attempt.steps.items()
+                if following is None or step <= following.loaded_step]
 
     def timeline(self) -> list[tuple[float, str]]:
         """(seconds since the job started, what happened): the controller's events and each attempt's first step."""

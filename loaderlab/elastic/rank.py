@@ -11,8 +11,10 @@ The ledger: one JSON-lines file per process, `ledger/<pid>.jsonl`, one record pe
 - `start`: the checkpoint this attempt begins from (`loaded_step`, `loaded_position`; 0 and 0 for none), and when
   the process was created (`created_t`), reached this script's first line (`main_t`, after its imports) and joined
   the group (`joined_t`): what a restart costs, piece by piece;
-- `begin`: a step is about to be trained (the controller strikes its faults on these);
-- `step`: a step trained, with this rank's samples in it;
+- `begin`: a step is about to be trained, with this rank's samples in it (the controller strikes its faults on
+  these). Written before the step's all_reduce: a checkpoint after step s means every rank took part in it, so every
+  rank's samples of every step a checkpoint covers are in the ledger, whenever a rank is killed;
+- `step`: the step trained;
 - `commit`: rank 0 saved a checkpoint after `step`, at `position` of the epoch, in `save_s` seconds;
 - `end`: the rank finished the epoch.
 """
@@ -110,14 +112,14 @@ def run(folder: Path, hooks: ModuleType, spec: JobSpec, main_t: float) -> None:
     steps = plan.steps(world.world_size, world.rank, position)
     for done, samples in enumerate(steps, start=1):
         step += 1
-        ledger.add("begin", step=step)
+        ledger.add("begin", step=step, samples=samples)
         if hangs_here(folder, spec, world.rank, step):
             time.sleep(HANG_S)
         if spec.slow_input and spec.slow_input[0] == world.rank:
             time.sleep(spec.slow_input[1])
         train_step(model, optimizer, samples)
         time.sleep(spec.step_time_s)
-        ledger.add("step", step=step, samples=samples)
+        ledger.add("step", step=step)
         if world.rank == 0 and (done % spec.checkpoint_every == 0 or done == len(steps)):
             committed = plan.position_after(position, done, world.world_size)
             saving = time.perf_counter()
