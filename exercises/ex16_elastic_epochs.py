@@ -10,15 +10,18 @@ interrupted mid-write), and split the REST of the epoch again over the ranks of 
 epoch exactly once, whatever the world size did in between. And no rank may wait forever for a peer that is gone.
 
 Build the pieces below in steps; the grader reports each one:
-  1. under torchrun (TODO(ex16, step 1)): world_from_environment, EpochPlan.order / steps / position_after, graded
-     in one process (steps from the epoch's start and from positions the same world size reaches), then in a real
-     2-node torchrun job;
+  1. the plan (TODO(ex16, step 1)): world_from_environment, EpochPlan.order / steps / position_after, graded in one
+     process (steps from the epoch's start and from positions the same world size reaches);
   2. a rank killed (TODO(ex16, step 2)): state_dict / position_from, save_checkpoint / load_checkpoint, graded in one
-     process (a save SIGKILLed mid-write among them), then in the job with a rank SIGKILLed mid-epoch;
+     process (a save SIGKILLed mid-write among them);
   3. a node lost (TODO(ex16, step 3)): the rest of the epoch split again over another number of ranks: steps() from
-     a position another world size reached, in one process, then in the job losing a node;
-  4. no rank waits forever (TODO(ex16, step 4)): STEP_TIMEOUT_S and join, graded in one process (the call join
-     makes) and in the job with a hung rank;
+     a position another world size reached, in one process;
+  4. under torchrun (TODO(ex16, step 4)): STEP_TIMEOUT_S and join (the call join makes, recorded in one process),
+     then real torchrun jobs of two nodes on this machine, through the course's rank script (below): every sample
+     once; a rank SIGKILLed mid-epoch; a node lost; a rank that hangs, given up within STEP_TIMEOUT_S (nothing of
+     yours may keep a rank from ending when torchrun stops it with SIGTERM: torchrun waits 30 s before SIGKILL, and
+     the restart waits with it). The jobs need every piece above; they run on Linux (elsewhere they are skipped,
+     with the reason);
   5. bad input (TODO(ex16, step 5)): a broken environment, bad arguments, a state or a checkpoint file that does not
      fit are refused with ValueError, saying what.
 Grade: `pytest grader/test_ex16_elastic_epochs.py`. Hints: `make hint EX=ex16`.
@@ -151,10 +154,12 @@ class EpochPlan:
 def save_checkpoint(path: Path, checkpoint: dict[str, Any]) -> None:
     """Write `checkpoint` (a dict of tensors, state dicts and plain data) to `path`, in a folder that exists.
 
-    Contract (the grader checks each point): a SIGKILL at any moment of the save leaves at `path` either the previous
-    checkpoint whole or the new one whole (the grader kills a save while it serialises the checkpoint, and another
-    the moment the path changes, while a large checkpoint's bytes are written); a completed save leaves
-    nothing else beside `path` (no temporary file); load_checkpoint(path) gives back what was saved.
+    Contract (the grader checks each point): when it returns, the checkpoint is whole at `path` (the rank script then
+    records the step as committed, and a kill right after must not lose it); a SIGKILL at any moment of the save
+    leaves at `path` either the previous checkpoint whole or the new one whole (the grader kills a save while it
+    serialises the checkpoint, and another the moment the path changes, while a large checkpoint's bytes are
+    written); a completed save leaves nothing else beside `path` (no temporary file); load_checkpoint(path) gives
+    back what was saved.
     """
     # TODO(ex16, step 2): a rank can be killed while it writes, and torchrun then restarts every rank from this very
     # file: it must never be seen half written.

@@ -2,8 +2,8 @@
 
 The grader's test files are the one source of truth, read from their syntax (nothing imported, so it is cheap): a
 check is a `test_<check>` function there, its step is its `step` marker, a timed check carries `throughput`, and
-one marked `cuda_only` runs only where it can be graded (`not_gradable_here`, read by the conftest and by the
-grading child). Progress, watch mode and the instructor's scoreboard all read this catalogue. It also reads the
+one marked `cuda_only` or `sandbox_only` runs only where it can be graded (`not_gradable_here`, read by the conftest
+and by the grading child). Progress, watch mode and the instructor's scoreboard all read this catalogue. It also reads the
 rest of an exercise's pattern (CONTRIBUTING.md): the stubs' TODOs and the constants a check uses, which
 tests/test_course_structure.py holds every exercise to.
 """
@@ -57,6 +57,11 @@ class Check:
     def cuda_only(self) -> bool:
         """Marked `cuda_only`: graded only where there is a CUDA GPU (skipped, with the reason, elsewhere)."""
         return "cuda_only" in self.marks
+
+    @property
+    def sandbox_only(self) -> bool:
+        """Marked `sandbox_only`: it runs a job in the course's sandbox, graded only where one can be made (Linux)."""
+        return "sandbox_only" in self.marks
 
 
 @dataclass(frozen=True)
@@ -327,11 +332,16 @@ def step_of(exercise: str, check: str) -> int:
 
 
 def not_gradable_here(exercise: str, check: str) -> str | None:
-    """Why `check` cannot be graded on this machine (its `cuda_only` marker), or None. The marker is the one way a
-    check is skipped: the conftest reads it for pytest, and the grading child for the project's tests. Its option
-    `also="<function of the checks module>"` names a further condition (a reason, or None), e.g. a GPU without
-    nvJPEG's hardware decoder."""
+    """Why `check` cannot be graded on this machine (its `cuda_only` or `sandbox_only` marker), or None. A marker is
+    the one way a check is skipped: the conftest reads it for pytest, and the grading child for the project's tests.
+    `cuda_only`'s option `also="<function of the checks module>"` names a further condition (a reason, or None), e.g.
+    a GPU without nvJPEG's hardware decoder."""
     check_declared = next((c for c in declared(exercise)[1] if c.name == check), None)
+    if check_declared is not None and "sandbox_only" in check_declared.marks:
+        from loaderlab.sandbox import unavailable
+
+        reason = unavailable()
+        return f"this check runs a torchrun job in the course's sandbox, and {reason}" if reason else None
     if check_declared is None or "cuda_only" not in check_declared.marks:
         return None
     from loaderlab.device import cuda_missing_reason

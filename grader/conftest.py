@@ -43,9 +43,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A check marked `cuda_only` is skipped, with the reason, where it cannot be graded (`catalog.not_gradable_here`:
-    no CUDA GPU, or the further condition the marker names)."""
-    if item.get_closest_marker("cuda_only") is not None and hasattr(item.module, "EXERCISE"):
+    """A check marked `cuda_only` or `sandbox_only` is skipped, with the reason, where it cannot be graded
+    (`catalog.not_gradable_here`: no CUDA GPU, or the further condition the marker names; no sandbox)."""
+    if any(item.get_closest_marker(name) for name in ("cuda_only", "sandbox_only")) and hasattr(item.module, "EXERCISE"):
         reason = not_gradable_here(item.module.EXERCISE, item.originalname.removeprefix("test_"))
         if reason:
             pytest.skip(reason)
@@ -53,7 +53,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """A grader test skipped before its check ran (the `cuda_only` mark above, a skip in the test's body) is recorded
+    """A grader test skipped before its check ran (the `cuda_only` and `sandbox_only` marks above, a skip in the test's body) is recorded
     as a skipped check with pytest's reason, so that the table and the saved grades say what was not graded."""
     report = yield
     if report.skipped and "grade" in getattr(item, "fixturenames", ()) \

@@ -241,11 +241,14 @@ def test_cuda_only_checks_are_marked_and_their_planted_folders_say_so(exercise: 
     """A check that needs a GPU carries `@pytest.mark.cuda_only` (the conftest skips it, with the reason, elsewhere),
     and a planted folder caught only by such a check says `needs = "cuda"`."""
     cuda_only = {check.name for check in catalog.find(exercise).checks if check.cuda_only}
+    sandbox_only = {check.name for check in catalog.find(exercise).checks if check.sandbox_only}
     for folder in sorted((REPO_ROOT / "tests" / "planted").glob(f"{exercise[:4]}_*/")):
         spec = tomllib.loads((folder / "expect.toml").read_text())
         checks = {spec.get(table, {}).get("check") for table in ("caught_by", "too_slow")} - {None}
         assert (spec.get("needs") == "cuda") == bool(checks & cuda_only), (
             f"{folder.name}: needs = \"cuda\" exactly when its check is CUDA-only")
+        assert (spec.get("needs") == "sandbox") == bool(checks & sandbox_only), (
+            f"{folder.name}: needs = \"sandbox\" exactly when its check is sandbox-only")
 
 
 def test_a_cuda_only_check_is_skipped_with_the_reason_without_a_gpu() -> None:
@@ -293,7 +296,8 @@ def pattern_problems(exercise: str, stub: str, grader: str, checks: str) -> list
             problems.append(f"{where}: two step markers; one `@pytest.mark.step(n, title)` is its step number")
         if skips := [call for call in check.calls if "skip" in call.lower()]:
             problems.append(f"{where}: skips in its body ({', '.join(skips)}); skip only by marker: "
-                            '`@pytest.mark.cuda_only` (also="<function of the checks module>" for a further condition)')
+                            '`@pytest.mark.cuda_only` (also="<function of the checks module>" for a further condition) '
+                            'or `@pytest.mark.sandbox_only`')
         held = set().union(*catalog.constants_used(checks_module, check.name).values())
         for figure in catalog.quoted_figures(check.doc):
             if not catalog.figure_held(figure, held):
@@ -307,9 +311,10 @@ def pattern_problems(exercise: str, stub: str, grader: str, checks: str) -> list
                                 "file's `@pytest.mark.step` alone")
         if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1].startswith("skip"):
             problems.append(f"{checks_module}:{node.lineno}: {ast.unparse(node.func)}(...); a check never skips "
-                            "itself: mark it `cuda_only` (grader.catalog.not_gradable_here reads the marker)")
+                            "itself: mark it `cuda_only` or `sandbox_only` (grader.catalog.not_gradable_here reads the marker)")
         if isinstance(node, ast.Raise) and node.exc is not None and "NotGradedHere" in ast.unparse(node.exc):
-            problems.append(f"{checks_module}:{node.lineno}: raises NotGradedHere; skip only by the `cuda_only` marker")
+            problems.append(f"{checks_module}:{node.lineno}: raises NotGradedHere; skip only by a marker "
+                            "(`cuda_only`, `sandbox_only`)")
     module_docstring = ast.get_docstring(ast.parse(stub)) or ""
     targets = set().union(*catalog.constants_used(checks_module, *catalog.top_level_names(checks_module)).values())
     for figure in catalog.quoted_figures(module_docstring):
@@ -402,7 +407,7 @@ def test_an_in_body_skip_is_rejected() -> None:
     assert len(problems) == 1 and "skips in its body (pytest.skip); skip only by marker" in problems[0], problems
     checks = sources["checks"] + "\n\ndef _skip_without_cuda(ex):\n    raise NotGradedHere('no GPU')\n"
     problems = pattern_problems("ex10_gpu_decode", **(sources | {"checks": checks}))
-    assert len(problems) == 1 and "raises NotGradedHere; skip only by the `cuda_only` marker" in problems[0], problems
+    assert len(problems) == 1 and "raises NotGradedHere; skip only by a marker" in problems[0], problems
 
 
 @pytest.mark.parametrize("changed, figure", [("At 2.5x", "2.5x"), ("At 0.8 levels", "0.8 levels"),

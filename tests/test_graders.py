@@ -20,6 +20,7 @@ from grader.results import BUSY_SHARE, FAIL, NOT_STARTED, PASS, SKIPPED
 from grader.runner import run_check, run_checks_together
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
+from loaderlab.sandbox import unavailable as sandbox_unavailable
 from proofs import CORRECTNESS, TIMED, proof_key  # tests/ is on sys.path (its conftest is at the root of tests/)
 
 PLANTED = REPO_ROOT / "tests" / "planted"
@@ -40,7 +41,8 @@ class Planted:
     too_slow_for: str | None       # the throughput check it must miss when timed directly
     scaled_by_cores: bool          # that target is skipped on one core by design
     quiet: bool                    # its failing timed check prints its comparison table and nothing else
-    needs: str | None              # "cuda": only a CUDA device can show the defect; "two cores": only 2+ cores
+    needs: str | None              # "cuda": only a CUDA device can show the defect; "two cores": only 2+ cores;
+                                   # "sandbox": only a torchrun job in the course's sandbox (Linux)
 
 
 def _planted() -> dict[str, Planted]:
@@ -66,6 +68,9 @@ def skip_unless_it_can_show(planted: Planted) -> None:
 
         if not torch.cuda.is_available():
             pytest.skip(f"{planted.folder} shows its defect only on a CUDA device, and this machine has none")
+    elif planted.needs == "sandbox":
+        if sandbox_unavailable():
+            pytest.skip(f"{planted.folder} shows its defect only in a torchrun job, and {sandbox_unavailable()}")
     elif planted.needs == "two cores":
         if usable_cores() < 2:
             pytest.skip(f"{planted.folder} shows its defect only with two usable cores or more, and this machine has one")

@@ -79,11 +79,15 @@ class JobSpec:
     faults: tuple[Fault, ...] = ()
     timeout_s: float = 120.0
     # The c10d rendezvous: a round closes `last_call_timeout` s after its fewest nodes joined; a node silent for
-    # keep_alive_interval * keep_alive_max_attempt s is dropped from it (torch's defaults: 30, 5 and 3).
+    # keep_alive_interval * keep_alive_max_attempt s is dropped from it (torch's defaults: 30, 5 and 3). With 1 s x 2,
+    # a living node was dropped in 2 of 6 jobs with a hung rank on the 2-core development machine (likely its
+    # heartbeat came late): the other node then opened a new round alone and waited in it until its join timeout,
+    # while the living one, seeing no node waiting, never restarted its ranks. With 1 s x 5: none in 3 such jobs and
+    # 4 with a node lost (the restart on one rank 8.7 s after the kill, against 5 s with 1 s x 2).
     join_timeout_s: int = 60
     last_call_timeout_s: int = 1
     keep_alive_interval_s: int = 1
-    keep_alive_max_attempt: int = 2
+    keep_alive_max_attempt: int = 5
     monitor_interval_s: float = 0.2
 
     def to_json(self) -> str:
