@@ -383,3 +383,17 @@ def test_the_capstones_stall_and_accuracy_figures_show_with_their_limits(tmp_pat
     assert "time to 25%: 5.1 s" in figures
     closing = " ".join(page.closing)
     assert f"ex11 {first}" not in closing and f"ex11 {second}" not in closing, closing
+
+
+def test_an_untimed_checks_figure_against_a_limit_shows_too(tmp_path: Path) -> None:
+    """Exercise 16's hung-rank job saves the seconds from the hang to the restart against its limit: a figure of the
+    learner's machine, shown with the timed ones though the check is not timed."""
+    from grader.results import Measured
+
+    path = tmp_path / "results.json"
+    waited = Measured("seconds from a hung rank to the restarted ranks", 17.5, 35.0, at_most=True, percent=False,
+                      note="STEP_TIMEOUT_S 10 s, then torchrun's restart").to_dict()
+    write_json([CheckResult("ex16_elastic_epochs", "a_hung_rank_is_given_up_within_the_timeout", PASS, "", 30.0,
+                            waited)], "exercises", path, "fork")
+    figures = text(section(build(path, tmp_path / "absent.json"), "Your figures"))
+    assert "17.5 (seconds from a hung rank to the restarted ranks) ok" in figures and "at most 35" in figures

@@ -33,6 +33,7 @@ from tempfile import TemporaryDirectory
 from types import ModuleType
 from typing import Any
 
+from grader.results import Measured
 from grader.state_checks import state_through_json
 from grader.support import no_leaks, raised_by, require, within
 from loaderlab.distributed import kill_tree
@@ -910,7 +911,7 @@ def a_lost_node_leaves_the_rest_to_the_others(ex: ModuleType) -> None:
     _exactly_once_in_order(ex, result, LOST_SAMPLES, LOST_BATCH, what)
 
 
-def a_hung_rank_is_given_up_within_the_timeout(ex: ModuleType) -> None:
+def a_hung_rank_is_given_up_within_the_timeout(ex: ModuleType) -> Measured:
     timeout_s = _step_timeout(ex)
     with TemporaryDirectory(prefix="ex16-job-") as folder:
         result = _job(ex, folder, num_samples=JOB_SAMPLES, batch_size=JOB_BATCH, seed=SEED, epoch=EPOCH,
@@ -925,8 +926,10 @@ def a_hung_rank_is_given_up_within_the_timeout(ex: ModuleType) -> None:
     assert result.returncode == 0, _job_failed(result, what)
     attempts = result.attempts()
     assert hung and len(attempts) >= 2, f"{what}: no restart followed.\n" + result.describe()
-    waited = attempts[1].started_s - hung[0]["t"]
-    assert waited <= timeout_s + RESTART_ALLOWANCE_S, (
-        f"{what}: the restarted ranks began {waited:.1f} s after rank 1 hung, more than STEP_TIMEOUT_S "
-        f"({timeout_s} s) and {RESTART_ALLOWANCE_S:.0f} s for torchrun's restart.")
     _exactly_once_in_order(ex, result, JOB_SAMPLES, JOB_BATCH, what)
+    waited = attempts[1].started_s - hung[0]["t"]
+    return Measured(
+        "seconds from a hung rank to the restarted ranks", waited, timeout_s + RESTART_ALLOWANCE_S, at_most=True,
+        percent=False, note=f"STEP_TIMEOUT_S {timeout_s:g} s, then torchrun's restart",
+        failure=(f"{what}: the restarted ranks began {waited:.1f} s after rank 1 hung, more than STEP_TIMEOUT_S "
+                 f"({timeout_s} s) and {RESTART_ALLOWANCE_S:.0f} s for torchrun's restart."))
