@@ -1,6 +1,6 @@
 """Module 11's elastic job (loaderlab.elastic): a real torchrun job of two nodes on this machine listens on loopback
-alone, trains every sample once, and leaves nothing running when its owner is killed. What the job does under
-failures is graded by exercise 16's checks, on its solution."""
+alone and leaves nothing running, when its owner is killed or one of its agents is. What the job trains, with and
+without failures, is graded by exercise 16's checks, on its solution (in the same run)."""
 
 from __future__ import annotations
 
@@ -43,19 +43,6 @@ time.sleep(600)
 
 
 @needs_sandbox
-def test_a_job_of_two_nodes_listens_on_loopback_alone_and_trains_every_sample_once(tmp_path: Path) -> None:
-    result = run_job(SOLUTION, tmp_path)
-    assert result.returncode == 0, result.describe()
-    assert result.interfaces == ["lo"], f"the job's network held {result.interfaces}"
-    ports = {port for _, port in result.listeners}
-    assert len(ports) >= 2, f"the rendezvous store and gloo's sockets should have been seen: {result.listeners}"
-    [attempt] = result.attempts()
-    assert attempt.world_size == 2 and attempt.ranks == {0, 1} == attempt.ended_ranks
-    trained = sorted(sample for _, _, samples in result.committed_samples() for sample in samples)
-    assert trained == list(range(SOLUTION.num_samples))
-
-
-@needs_sandbox
 def test_a_killed_owner_leaves_no_process_of_its_job(tmp_path: Path) -> None:
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path), str(STARTED_WITHIN_S)],
                              stdout=subprocess.PIPE, text=True, env=python_environment())
@@ -67,9 +54,13 @@ def test_a_killed_agent_leaves_no_process_once_its_job_ends(tmp_path: Path) -> N
     """SIGKILL to one torchrun agent alone: its rank lives on (it runs in a session of its own) and trains the epoch to
     its end with the other; the other agent then waits for the lost one in its exit barrier (300 s, torchrun's
     `exit_barrier_timeout`, which its command line does not set) until the job's time limit stops it. Nothing of the
-    job is left running after it."""
+    job is left running after it, and while it ran loopback was its only interface (its listeners, the rendezvous
+    store's and gloo's, bind every interface there)."""
     spec = replace(SOLUTION, timeout_s=AGENT_JOB_TIMEOUT_S, faults=(Fault("kill_agent", at_step=3, node=1),))
     result = run_job(spec, tmp_path)
+    assert result.interfaces == ["lo"], f"the job's network held {result.interfaces}"
+    ports = {port for _, port in result.listeners}
+    assert len(ports) >= 2, f"the rendezvous store and gloo's sockets should have been seen: {result.listeners}"
     [killed_at] = [e["t"] for e in result.events if "agent alone killed" in e["event"]]
     [attempt] = result.attempts()
     assert attempt.ended_ranks == {0, 1}, result.describe()
