@@ -39,7 +39,6 @@ apart to meet, short enough that a hung peer does not hold the others for long (
 from __future__ import annotations
 
 import os  # noqa: F401  (you will need these)
-from dataclasses import dataclass
 from datetime import timedelta  # noqa: F401
 from pathlib import Path
 from typing import Any
@@ -47,19 +46,11 @@ from typing import Any
 import torch  # noqa: F401
 import torch.distributed as dist  # noqa: F401
 
+from loaderlab.elastic.world import World  # where this process stands: rank, world_size, local_rank, restart_count
+
 # TODO(ex16, step 4): how long a rank waits for its peers (at the rendezvous, in a collective) before it fails, in
 # seconds: long enough for healthy ranks that start a few seconds apart, short enough that a hung peer is noticed soon.
 STEP_TIMEOUT_S: float | None = None
-
-
-@dataclass(frozen=True)
-class World:
-    """Where this process stands in the current attempt of the job (torchrun's environment, read when called)."""
-
-    rank: int
-    world_size: int
-    local_rank: int
-    restart_count: int
 
 
 def world_from_environment() -> World:

@@ -13,7 +13,6 @@ import hashlib
 import io
 import os
 import tempfile
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,20 +20,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from loaderlab.elastic.world import World
+
 # A peer that hung or vanished makes the others fail after this long, instead of gloo's 30 minutes.
 STEP_TIMEOUT_S = 10.0
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RESTART_COUNT")
-
-
-@dataclass(frozen=True)
-class World:
-    """Where this process stands in the current attempt of the job (torchrun's environment, read when called)."""
-
-    rank: int
-    world_size: int
-    local_rank: int
-    restart_count: int
 
 
 def read_variable(name: str) -> int:

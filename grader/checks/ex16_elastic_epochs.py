@@ -826,14 +826,17 @@ JOB_START_ALLOWANCE_S = 60.0              # the hung job's limit adds the start 
 JOB_TIMEOUT_S = 150.0                     # a whole job, restarts included
 
 
-def _job(ex: ModuleType, folder: str, **shape: Any) -> JobResult:
+def _job(ex: ModuleType, **shape: Any) -> JobResult:
     """Run a job of two nodes on the exercise (its module by name, from its folder; the checks that call this are
-    marked `sandbox_only`). First, in this process, what the job needs that a stub leaves undone ("not started")."""
+    marked `sandbox_only`), over the checks' dataset, seed and epoch, in a folder of its own. First, in this process,
+    what the job needs that a stub leaves undone ("not started")."""
     _step_timeout(ex)
     _call("EpochPlan(...).order()", lambda: ex.EpochPlan(shape["num_samples"], shape["batch_size"], SEED, EPOCH,
                                                          DATASET).order())
-    spec = JobSpec(hooks=ex.__name__, path=(str(Path(ex.__file__).parent),), **{"timeout_s": JOB_TIMEOUT_S, **shape})
-    return run_job(spec, Path(folder))
+    spec = JobSpec(hooks=ex.__name__, path=(str(Path(ex.__file__).parent),), seed=SEED, epoch=EPOCH, dataset=DATASET,
+                   **{"timeout_s": JOB_TIMEOUT_S, **shape})
+    with TemporaryDirectory(prefix="ex16-job-") as folder:
+        return run_job(spec, Path(folder))
 
 
 def _job_failed(result: JobResult, what: str) -> str:
@@ -866,9 +869,7 @@ def _equal_steps(result: JobResult, what: str) -> None:
 
 
 def trains_every_sample_once_under_torchrun(ex: ModuleType) -> None:
-    with TemporaryDirectory(prefix="ex16-job-") as folder:
-        result = _job(ex, folder, num_samples=JOB_SAMPLES, batch_size=JOB_BATCH, seed=SEED, epoch=EPOCH,
-                      dataset=DATASET)
+    result = _job(ex, num_samples=JOB_SAMPLES, batch_size=JOB_BATCH)
     what = f"A job of two nodes, one rank each, over an epoch of {JOB_SAMPLES} samples in batches of {JOB_BATCH}"
     assert result.returncode == 0, _job_failed(result, what)
     [attempt] = result.attempts() or [None]
@@ -879,9 +880,8 @@ def trains_every_sample_once_under_torchrun(ex: ModuleType) -> None:
 
 
 def a_killed_rank_costs_no_sample(ex: ModuleType) -> None:
-    with TemporaryDirectory(prefix="ex16-job-") as folder:
-        result = _job(ex, folder, num_samples=KILLED_SAMPLES, batch_size=KILLED_BATCH, seed=SEED, epoch=EPOCH,
-                      dataset=DATASET, checkpoint_every=2, faults=(Fault("kill_rank", at_step=6, rank=1),))
+    result = _job(ex, num_samples=KILLED_SAMPLES, batch_size=KILLED_BATCH, checkpoint_every=2,
+                  faults=(Fault("kill_rank", at_step=6, rank=1),))
     what = (f"A job of two nodes whose rank 1 was killed (SIGKILL) as it began step 6 (a checkpoint every 2 steps, "
             f"{KILLED_SAMPLES} samples in batches of {KILLED_BATCH})")
     assert result.returncode == 0, _job_failed(result, what)
@@ -898,9 +898,8 @@ def a_killed_rank_costs_no_sample(ex: ModuleType) -> None:
 
 
 def a_lost_node_leaves_the_rest_to_the_others(ex: ModuleType) -> None:
-    with TemporaryDirectory(prefix="ex16-job-") as folder:
-        result = _job(ex, folder, num_samples=LOST_SAMPLES, batch_size=LOST_BATCH, seed=SEED, epoch=EPOCH,
-                      dataset=DATASET, min_nodes=1, faults=(Fault("kill_node", at_step=5, node=1),))
+    result = _job(ex, num_samples=LOST_SAMPLES, batch_size=LOST_BATCH, min_nodes=1,
+                  faults=(Fault("kill_node", at_step=5, node=1),))
     what = (f"A job of two nodes (--nnodes=1:2) that lost node 1 (its agent and rank killed together) at step 5 "
             f"({LOST_SAMPLES} samples in batches of {LOST_BATCH})")
     assert result.returncode == 0, _job_failed(result, what)
@@ -913,10 +912,9 @@ def a_lost_node_leaves_the_rest_to_the_others(ex: ModuleType) -> None:
 
 def a_hung_rank_is_given_up_within_the_timeout(ex: ModuleType) -> Measured:
     timeout_s = _step_timeout(ex)
-    with TemporaryDirectory(prefix="ex16-job-") as folder:
-        result = _job(ex, folder, num_samples=JOB_SAMPLES, batch_size=JOB_BATCH, seed=SEED, epoch=EPOCH,
-                      dataset=DATASET, timeout_s=timeout_s + RESTART_ALLOWANCE_S + JOB_START_ALLOWANCE_S,
-                      faults=(Fault("hang_rank", at_step=HUNG_AT_STEP, rank=1),))
+    result = _job(ex, num_samples=JOB_SAMPLES, batch_size=JOB_BATCH,
+                  timeout_s=timeout_s + RESTART_ALLOWANCE_S + JOB_START_ALLOWANCE_S,
+                  faults=(Fault("hang_rank", at_step=HUNG_AT_STEP, rank=1),))
     what = f"A job of two nodes whose rank 1 hung (stopped for good) as it began step {HUNG_AT_STEP}"
     hung = [r for r in result.records if r["kind"] == "begin" and r["rank"] == 1 and r["step"] == HUNG_AT_STEP]
     assert not result.timed_out, (

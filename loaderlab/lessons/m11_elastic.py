@@ -14,7 +14,6 @@ every argument included).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,15 +22,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from loaderlab.elastic.world import World
+
 STEP_TIMEOUT_S = 10.0   # a rank waits this long for its peers in a collective, then fails (and torchrun restarts)
-
-
-@dataclass(frozen=True)
-class World:
-    rank: int
-    world_size: int
-    local_rank: int
-    restart_count: int
 
 
 def world_from_environment() -> World:

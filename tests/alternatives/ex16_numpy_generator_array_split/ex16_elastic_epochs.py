@@ -5,7 +5,6 @@ os.environ[...], and a checkpoint written to one fixed temporary name beside the
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -14,15 +13,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from loaderlab.elastic.world import World
+
 STEP_TIMEOUT_S = 15
-
-
-@dataclass(frozen=True)
-class World:
-    rank: int
-    world_size: int
-    local_rank: int
-    restart_count: int
 
 
 def world_from_environment() -> World:
