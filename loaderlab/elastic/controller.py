@@ -22,8 +22,7 @@ from typing import Any
 import psutil
 from torch.distributed import TCPStore
 
-from loaderlab.elastic.job import CHECKPOINT_FILE, EVENTS_FILE, LEDGER_FOLDER, SPEC_FILE, Fault, JobSpec, \
-    read_json_lines
+from loaderlab.elastic.job import CHECKPOINT_FILE, EVENTS_FILE, LEDGER_FOLDER, SPEC_FILE, Fault, JobSpec, read_ledger
 from loaderlab.processes import stop_processes
 
 POLL_S = 0.02            # how often the controller reads the ledger for a fault's step and looks at the agents
@@ -60,7 +59,7 @@ def agent_command(spec: JobSpec, folder: Path, store_port: int) -> list[str]:
 
 def ranks_begun(folder: Path) -> list[dict[str, Any]]:
     """The ledger's `begin` records: the steps the ranks have begun."""
-    return [r for r in read_json_lines(sorted((folder / LEDGER_FOLDER).glob("*.jsonl"))) if r["kind"] == "begin"]
+    return [r for r in read_ledger(folder) if r["kind"] == "begin"]
 
 
 def strike(fault: Fault, begun: list[dict[str, Any]], agents: list[subprocess.Popen], timeline: Timeline) -> bool:

@@ -175,11 +175,11 @@ class JobResult:
 
     def counted_steps_per_rank(self) -> list[dict[int, int]]:
         """For each attempt, in order: how many of its steps that count each of its ranks trained."""
-        counts: dict[int, dict[int, int]] = {}
+        counts: dict[int, dict[int, int]] = {}   # _counted goes attempt by attempt, in order
         for attempt, _, rank, _ in self._counted():
             counts.setdefault(attempt.key, {}).setdefault(rank, 0)
             counts[attempt.key][rank] += 1
-        return [counts[attempt.key] for attempt in self.attempts() if attempt.key in counts]
+        return list(counts.values())
 
     def _counted(self) -> list[tuple[Attempt, int, int, list[int]]]:
         attempts = self.attempts()
@@ -231,9 +231,14 @@ def run_job(spec: JobSpec, folder: Path) -> JobResult:
     elapsed = time.monotonic() - started
     events = read_json_lines([folder / EVENTS_FILE])
     timed_out = timed_out or any(e["event"].startswith("time limit") for e in events)
-    return JobResult(returncode, elapsed, read_json_lines(sorted((folder / LEDGER_FOLDER).glob("*.jsonl"))),
+    return JobResult(returncode, elapsed, read_ledger(folder),
                      events, {path.stem: path.read_text(errors="replace") for path in sorted(folder.glob("*.log"))},
                      sorted(listeners), sorted(interfaces), timed_out)
+
+
+def read_ledger(folder: Path) -> list[dict[str, Any]]:
+    """Every record the ranks of the job in `folder` have written so far (`loaderlab.elastic.rank`)."""
+    return read_json_lines(sorted((folder / LEDGER_FOLDER).glob("*.jsonl")))
 
 
 def read_json_lines(paths: Sequence[Path]) -> list[dict[str, Any]]:

@@ -90,13 +90,12 @@ def hangs_here(folder: Path, spec: JobSpec, rank: int, step: int) -> bool:
 
 def run(folder: Path, hooks: ModuleType, spec: JobSpec, main_t: float) -> None:
     world = hooks.world_from_environment()
-    restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
     hooks.join(world)
     joined_t = time.time()
     attempt = torch.tensor([os.getpid() if world.rank == 0 else 0], dtype=torch.int64)
     dist.broadcast(attempt, src=0)
     ledger = Ledger(folder / LEDGER_FOLDER, attempt=int(attempt.item()), rank=world.rank, world=world.world_size,
-                    restart=restart)
+                    restart=world.restart_count)
     torch.manual_seed(spec.seed)
     model = torch.nn.Linear(FEATURES, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)
