@@ -1,0 +1,173 @@
+"""Run a trainer fed by tf.data service on this machine, with a worker killed on purpose, and read what it received.
+
+    result = run_service(ServiceSpec(workers=2, policy="DYNAMIC", kill_after=100), folder)
+    result.visitation()        # how many samples arrived once, twice or more, or never
+    result.cpu_ms_per_image()  # the trainer's own CPU time per image
+
+- **The parts.** The trainer is a process of its own that only consumes batches (`loaderlab.dataservice.trainer`):
+  its CPU time per image is what moving the decoding elsewhere takes off the host. With `workers=0` it decodes the
+  images itself (a tf.data pipeline on its own cores); otherwise it reads from a tf.data service job: a dispatcher
+  and `workers` worker processes (`loaderlab.dataservice.servers`) that read the files and, with
+  `decode_in="workers"`, decode and crop them (the course's `loaderlab.tfdata.decode_center_crop`), or, with
+  `decode_in="trainer"`, ship the encoded bytes for the trainer to decode.
+- **Loopback only.** tf.data service's servers listen on every interface and run whatever dataset graph is
+  registered with them, unauthenticated, so they run only in `loaderlab.sandbox`, where loopback is the only
+  interface; `ServiceResult.listeners` and `.interfaces` are what the sandbox held meanwhile. Where no sandbox can be
+  made, `sandbox_unavailable()` says why and nothing is started.
+- **Nothing left running.** The sandbox ends with the trainer, with the time limit and with its owner (SIGKILL
+  included): the kernel ends every process of its PID namespace, servers too.
+- **The ledger.** The trainer writes each batch's sample keys and labels as it receives them, and its events (the
+  servers started, the fault, the end); a worker killed with no one to start it again can leave the trainer waiting
+  for it with no end, so the time limit is this side's: what arrived until then is in the ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from loaderlab.elastic.job import read_json_lines
+from loaderlab.paths import REPO_ROOT
+from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
+
+__all__ = ["ServiceResult", "ServiceSpec", "Visitation", "run_service", "sandbox_unavailable"]
+
+SPEC_FILE, LEDGER_FILE, TRAINER_LOG = "spec.json", "ledger.jsonl", "trainer.log"
+LISTENER_POLL_S = 0.2      # how often this side reads the sandbox's listeners while the trainer runs
+POLICIES = ("OFF", "DYNAMIC", "FILE", "DATA", "FILE_OR_DATA", "HINT")   # tf.data.experimental.service.ShardingPolicy
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One epoch for the trainer: `num_samples` samples of the profile's train split (sample key k is image
+    k % the split's size), in batches of `batch_size`, decoded where `decode_in` says by `workers` service workers
+    (0: no service, the trainer decodes), shared out by tf.data service's `policy`. `kill_after`: SIGKILL the first
+    worker once that many samples have arrived, and start it again at its own address at once if `restart` (as a
+    cluster manager would). `timeout_s` bounds the trainer's epoch; this side stops the sandbox then."""
+
+    workers: int = 2
+    decode_in: Literal["workers", "trainer"] = "workers"
+    policy: str = "DYNAMIC"
+    num_samples: int = 200
+    batch_size: int = 8
+    compression: str | None = None          # distribute()'s: None, "AUTO" or "SNAPPY"
+    kill_after: int | None = None
+    restart: bool = True
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy {self.policy!r} is not one of tf.data service's: {', '.join(POLICIES)}")
+        if self.workers < 0 or (self.workers == 0 and (self.decode_in != "trainer" or self.kill_after is not None)):
+            raise ValueError("workers=0 means no service: the trainer decodes (decode_in='trainer') and no worker "
+                             f"can be killed; got workers={self.workers}, decode_in={self.decode_in!r}, "
+                             f"kill_after={self.kill_after}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> ServiceSpec:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class Visitation:
+    """How often each of the epoch's samples arrived: `once`, `more` (twice or more), `never` (keys), and the
+    `delivered` total."""
+
+    delivered: int
+    once: int
+    more: int
+    never: list[int]
+
+    def __str__(self) -> str:
+        return (f"{self.delivered} delivered: {self.once} samples once, {self.more} twice or more, "
+                f"{len(self.never)} never")
+
+
+@dataclass
+class ServiceResult:
+    """What the trainer did: its exit status, the time the sandbox ran, the ledger (`batch` records with `keys` and
+    `labels`, then `event` records), the logs and what the sandbox held meanwhile."""
+
+    spec: ServiceSpec
+    returncode: int | None
+    elapsed_s: float
+    records: list[dict[str, Any]]
+    logs: dict[str, str]
+    listeners: list[tuple[str, int]]
+    interfaces: list[str]
+    timed_out: bool = False
+
+    def batches(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["kind"] == "batch"]
+
+    def keys(self) -> list[int]:
+        """Every sample key the trainer received, in arrival order."""
+        return [key for batch in self.batches() for key in batch["keys"]]
+
+    def visitation(self) -> Visitation:
+        counts = Counter(self.keys())
+        return Visitation(sum(counts.values()), sum(1 for c in counts.values() if c == 1),
+                          sum(1 for c in counts.values() if c > 1),
+                          [k for k in range(self.spec.num_samples) if k not in counts])
+
+    def event(self, name: str) -> dict[str, Any] | None:
+        return next((r for r in self.records if r["kind"] == "event" and r["event"] == name), None)
+
+    def cpu_ms_per_image(self) -> float:
+        """The trainer's CPU time (every thread of its process) from its first batch to its last, per image received
+        after the first batch: what consuming costs it, start-up left out."""
+        end = self.event("epoch ended")
+        return 1000 * end["cpu_s"] / end["images"]
+
+    def images_per_s(self) -> float:
+        """Images received per second of the trainer's wall-clock time, its first batch to its last."""
+        end = self.event("epoch ended")
+        return end["images"] / end["wall_s"]
+
+    def describe(self) -> str:
+        """The events and the end of each log: what a failed test shows."""
+        start = min((r["t"] for r in self.records), default=0.0)
+        lines = [f"{r['t'] - start:7.2f} s  {r['event']}" for r in self.records if r["kind"] == "event"]
+        for name, text in sorted(self.logs.items()):
+            tail = text.strip().splitlines()[-12:]
+            lines += [f"--- {name} (last {len(tail)} lines) ---", *tail]
+        return "\n".join(lines)
+
+
+def run_service(spec: ServiceSpec, folder: Path, stop_margin_s: float = 10.0) -> ServiceResult:
+    """Run `spec` in a sandbox, its files (spec, ledger, logs) in `folder`, and read what the trainer received. The
+    sandbox is stopped `stop_margin_s` past the trainer's own time limit. RuntimeError, saying why, where no sandbox
+    can be made here."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SPEC_FILE).write_text(spec.to_json())
+    (folder / LEDGER_FILE).unlink(missing_ok=True)
+    listeners: set[tuple[str, int]] = set()
+    interfaces: set[str] = set()
+    started, timed_out = time.monotonic(), False
+    with open(folder / TRAINER_LOG, "wb") as log, \
+            sandboxed([sys.executable, "-m", "loaderlab.dataservice.trainer", str(folder)],
+                      stdout=log, stderr=log, cwd=REPO_ROOT) as sandbox:
+        while sandbox.process.poll() is None:
+            if time.monotonic() - started > spec.timeout_s + stop_margin_s:
+                timed_out = True
+                break
+            try:
+                listeners.update(sandbox.listeners())
+                interfaces.update(sandbox.interfaces())
+            except OSError:    # the namespace ended between the poll and the read
+                pass
+            time.sleep(LISTENER_POLL_S)
+        returncode = sandbox.process.poll()
+    records = read_json_lines([folder / LEDGER_FILE])
+    timed_out = timed_out or any(r["kind"] == "event" and r["event"] == "time limit" for r in records)
+    return ServiceResult(spec, returncode, time.monotonic() - started, records,
+                         {path.stem: path.read_text(errors="replace") for path in sorted(folder.glob("*.log"))},
+                         sorted(listeners), sorted(interfaces), timed_out)
