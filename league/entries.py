@@ -7,6 +7,7 @@ returns a fresh iterable of batches for a `Setup`; `league.table` gates, times a
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,7 @@ from loaderlab.paths import REPO_ROOT
 from loaderlab.tar_shards import sample_key
 
 BATCH = 64
+SERVICE_WORKERS = 2   # the tf.data service entry's worker processes
 PEERS_FILE = REPO_ROOT / "requirements-peers.txt"  # what `make league-peers` installs
 PEERS_COMMAND = "make league-peers"
 
@@ -66,6 +68,7 @@ class Entry:
     batch_size: int = BATCH  # what the configuration itself asks for
     learner: bool = False    # the learner's exercise: a stub reads "not started"
     reads_shards: bool = False  # reads the league's images as module 06's tar shards (written once per league)
+    sandboxed: bool = False  # its process runs in the course's sandbox: the servers it starts bind every interface
     note: str = ""
 
 
@@ -111,6 +114,42 @@ def ex07_yours(setup: Setup) -> Iterable[Any]:
     from exercises.ex07_tfdata_pipeline import build_pipeline
 
     return build_pipeline(setup.root, setup.batch_size, training=False, seed=0)
+
+
+class _ServedEpochs:
+    """Each iteration a new tf.data service job over the setup's images: (uint8 NHWC crops, labels, keys) batches."""
+
+    def __init__(self, setup: Setup) -> None:
+        samples = list_samples(setup.root)
+        self.paths, self.labels = [str(s.path) for s in samples], [s.label for s in samples]
+        self.keys, self.batch_size = [sample_key(s) for s in samples], setup.batch_size
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, list[str]]]:
+        from loaderlab.dataservice.pipeline import served_epoch
+        from loaderlab.dataservice.servers import SERVICE
+
+        for keys, labels, images in served_epoch(self.paths, self.labels, self.keys, self.batch_size,
+                                                 service=SERVICE):
+            yield images, labels, [key.decode() for key in keys.numpy()]
+
+
+def tfdata_service(setup: Setup) -> Iterable[Any]:
+    """tf.data service: a dispatcher and SERVICE_WORKERS worker processes, started once in this process's sandbox, read,
+    decode and crop (DYNAMIC sharding, in any order, with keys); this process, the trainer, only receives the batches.
+    The workers stand for other machines: the host's CPU the league counts leaves them out
+    (`league.table.host_cpu_seconds`)."""
+    _service_cluster()
+    return _ServedEpochs(setup)
+
+
+@functools.cache
+def _service_cluster() -> list[Any]:
+    import tempfile
+
+    from loaderlab.dataservice.servers import start_dispatcher, start_worker
+
+    logs = Path(tempfile.mkdtemp(prefix="loaderlab-league-service-"))
+    return [start_dispatcher(logs), *(start_worker(logs, number) for number in range(SERVICE_WORKERS))]
 
 
 def seeds_tfdata(setup: Setup) -> Iterable[Any]:
@@ -553,6 +592,9 @@ ENTRIES = [
     Entry("thread-batch", "candidate: a batch decoded by threads, 0 workers", "league.entries:thread_batches_main"),
     Entry("thread-batch-1w", "candidate: a batch decoded by threads, 1 worker",
           "league.entries:thread_batches_one_worker"),
+    Entry("tfdata-service", f"tf.data service: {SERVICE_WORKERS} worker processes decode and crop, the trainer "
+          "receives batches", "league.entries:tfdata_service", requires=("tensorflow",), sandboxed=True,
+          note="its workers stand for other machines: their CPU is not the host's"),
     Entry("yours-ex01", "your ex01 step 5, a batch decoded by threads", "league.entries:ex01_yours_threads",
           requires=("torch", "simplejpeg"), learner=True),
     Entry("yours-ex04", "your ex04", "league.entries:ex04_yours", learner=True),

@@ -22,6 +22,12 @@ Pillow decoding every pixel; "DCT", a whole-frame decode at the smallest power-o
 keeps the crop window at least 224 px (libjpeg-turbo, fancy upsampling): fast, not the least decoding
 this work allows (a windowed decode or fast upsampling does less). A rejected peer is
 timed too and shown under "not ranked" (greyed in the chart) with its reason, never in the ranking.
+
+Beside the speed, the host's CPU milliseconds per image of the timed pass (`host_cpu_seconds`: the entry's process
+and its worker processes): what feeding the accelerator costs the host's cores. The tf.data service entry's workers
+stand for other machines, so only its trainer counts: the trade disaggregation makes (notebook 11b) in one column.
+An entry that starts servers binding every interface (`Entry.sandboxed`) runs in the course's sandbox, and where none
+can be made it is listed with the reason.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -40,18 +47,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 from loaderlab.images import (CROP, MEAN_TOLERANCE, WORST_TOLERANCE, Sample, beyond, file_encodings, file_kind,
                               linked_split, list_samples, mean_abs_difference, named, reference_crop, spread_samples)
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT, dataset_dir
 from loaderlab.processes import python_environment, stop_tree
+from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 from loaderlab.tar_shards import sample_key, write_tar_shards
 
 from league.entries import BATCH, BY_NAME, CEILINGS, Entry, Setup
 
 PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
 CHILD_TIMEOUT_S = 300
+# Processes that stand for other machines: the tf.data service entry's dispatcher and workers. Their CPU is not the
+# host's, so `host_cpu_seconds` leaves them out.
+ELSEWHERE = "loaderlab.dataservice.servers"
 RESULT_PREFIX = "LEAGUE-RESULT "
 LOCAL_IMAGES = 640          # the local league's default
 
@@ -138,8 +150,26 @@ def entry_builder(entry: Entry) -> Callable[[Setup], Iterable[Any]]:
     return getattr(importlib.import_module(module), function)
 
 
+def host_cpu_seconds() -> float:
+    """CPU seconds (user and system) this process has used, with its children it has waited for and every living
+    descendant (a DataLoader's workers, whether reaped or not), except the processes that stand for other machines
+    (ELSEWHERE). Read before and after a pass: the difference is what the pass cost the host's cores (a descendant
+    alive before the pass and reaped during it counts its whole life)."""
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if ELSEWHERE not in " ".join(child.cmdline()):
+                times = child.cpu_times()
+                total += times.user + times.system
+        except psutil.Error:   # ended meanwhile: counted in `reaped` once waited for
+            continue
+    return total
+
+
 def run_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
-    """In the entry's own process: `check` runs the gate on one pass; `time` warms up, then times one full pass."""
+    """In the entry's own process: `check` runs the gate on one pass; `time` warms up, then times one full pass, and
+    reads the host's CPU seconds it cost (`host_cpu_seconds`)."""
     from loaderlab.bench import count_batch, measure
 
     build = entry_builder(entry)
@@ -149,8 +179,10 @@ def run_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
         if mode == "check":
             return {"status": "passed", "note": gate(build(setup), list_samples(setup.root), entry.batch_size)}
         measure(lambda: build(setup), count=count_batch, max_items=2 * entry.batch_size)
+        cpu_before = host_cpu_seconds()
         timed = measure(lambda: build(setup), count=count_batch)
-        return {"status": "timed", "items": timed.items, "seconds": timed.seconds}
+        return {"status": "timed", "items": timed.items, "seconds": timed.seconds,
+                "cpu_s": host_cpu_seconds() - cpu_before}
 
     return outcome(entry, run)
 
@@ -174,7 +206,8 @@ def crashed(error: BaseException) -> dict[str, Any]:
 
 
 def _in_child(entry: Entry, setup: Setup, mode: str) -> dict[str, Any]:
-    return child_result(["local", entry.name, mode, "--root", str(setup.root), "--shards", str(setup.shards)])
+    arguments = ["local", entry.name, mode, "--root", str(setup.root), "--shards", str(setup.shards)]
+    return sandboxed_child_result(arguments) if entry.sandboxed else child_result(arguments)
 
 
 def child_result(arguments: list[str]) -> dict[str, Any]:
@@ -188,11 +221,30 @@ def child_result(arguments: list[str]) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         stop_tree(child, grace_s=0)
         return {"status": "crashed", "note": f"no result within {CHILD_TIMEOUT_S} s"}
+    return _read_result(stdout, stderr, child.returncode)
+
+
+def sandboxed_child_result(arguments: list[str]) -> dict[str, Any]:
+    """`child_result` for an entry whose servers bind every interface: the child runs in the course's sandbox, and
+    every process it started ends with it."""
+    with tempfile.TemporaryDirectory(prefix="loaderlab-league-child-") as folder:
+        out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+        with out.open("wb") as stdout, err.open("wb") as stderr, \
+                sandboxed([sys.executable, "-m", "league.child", *arguments], stdout=stdout, stderr=stderr,
+                          cwd=REPO_ROOT) as sandbox:
+            try:
+                returncode = sandbox.process.wait(CHILD_TIMEOUT_S)   # never communicate(): it would close the
+            except subprocess.TimeoutExpired:                        # guardian's pipe, which stops the sandbox
+                return {"status": "crashed", "note": f"no result within {CHILD_TIMEOUT_S} s"}
+        return _read_result(out.read_text(errors="replace"), err.read_text(errors="replace"), returncode)
+
+
+def _read_result(stdout: str, stderr: str, returncode: int) -> dict[str, Any]:
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
             return json.loads(line[len(RESULT_PREFIX):])
     tail = (stderr.strip().splitlines() or ["no output"])[-1]
-    return {"status": "crashed", "note": f"exit {child.returncode}: {tail}"[:300]}
+    return {"status": "crashed", "note": f"exit {returncode}: {tail}"[:300]}
 
 
 # ---- the league ---------------------------------------------------------------------------------------
@@ -206,6 +258,7 @@ class Row:
     brief: str = ""            # a rejected entry's reason in a few words (GateFailure.brief), for the chart
     yours: bool = False        # the learner's exercise (Entry.learner): the playbook highlights it from the JSON
     images_per_s: list[float] = field(default_factory=list)
+    cpu_ms_per_image: list[float] = field(default_factory=list)   # the host's CPU per image (`host_cpu_seconds`)
 
     @property
     def median(self) -> float | None:
@@ -240,6 +293,7 @@ def run_league(profile: str, rounds: int, images: int, names: list[str], log: Ca
                     rows[entry.name].status, rows[entry.name].note = result["status"], result.get("note", "")
                     continue
                 rows[entry.name].images_per_s.append(result["items"] / result["seconds"])
+                rows[entry.name].cpu_ms_per_image.append(1000 * result["cpu_s"] / result["items"])
             log(f"  round {number + 1}/{rounds} done")
     ceiling, window_ceiling = (rows[c.name].median if c.name in rows else None for c in CEILINGS)
     return {"profile": profile, "rounds": rounds, "images": len(samples), "batch_size": BATCH,
@@ -257,6 +311,9 @@ def gate_all(entries: list[Entry], rows: dict[str, Any], check: Callable[[Entry]
         row = rows[entry.name]
         if not entry.build or not all(_has_module(name) for name in entry.requires):
             row.status, row.note = "not installed", entry.install
+            continue
+        if entry.sandboxed and sandbox_unavailable():
+            row.status, row.note = "not installed", f"no sandbox here: {sandbox_unavailable()}"
             continue
         if entry not in ceilings:
             verdict = check(entry)
@@ -294,7 +351,7 @@ def table(league: dict[str, Any]) -> str:
     ceilings = (league["ceiling"], league.get("window_ceiling"))
     lines = [f"League on '{league['profile']}': {league['images']} images, {league['rounds']} round(s), "
              f"{league['cores']} usable cores, {league['date']}",
-             f"{'entry':<16} {'img/s':>8} {'spread':>13} {'of full':>8} {'of DCT':>7}  note"]
+             f"{'entry':<16} {'img/s':>8} {'spread':>13} {'of full':>8} {'of DCT':>7} {'CPU ms/img':>10}  note"]
     rows = league["rows"]
     ranked = sorted((r for r in rows if r["status"] in ("ranked", "ceiling") and r["median"]),
                     key=lambda r: (r["status"] == "ceiling", -r["median"]))
@@ -303,15 +360,20 @@ def table(league: dict[str, Any]) -> str:
         return " ".join(f"{median / c:>{width}.0%}" if c else f"{'-':>{width}}" for c, width in zip(ceilings, (8, 7)))
 
     for r in ranked:
-        lines.append(f"{r['name']:<16} {r['median']:>8.0f} {_spread(r):>13} {shares(r['median'])}  {r['title']}"
-                     + (f" ({r['note']})" if r["note"] else ""))
+        lines.append(f"{r['name']:<16} {r['median']:>8.0f} {_spread(r):>13} {shares(r['median'])} {_cpu(r):>10}  "
+                     f"{r['title']}" + (f" ({r['note']})" if r["note"] else ""))
     lines.append("not ranked:")
     for r in rows:
         if r not in ranked:
-            figures = (f"{r['median']:>8.0f} {_spread(r):>13} {shares(r['median'])}" if r["median"]
-                       else f"{'-':>8} {'-':>13} {'-':>8} {'-':>7}")
+            figures = (f"{r['median']:>8.0f} {_spread(r):>13} {shares(r['median'])} {_cpu(r):>10}" if r["median"]
+                       else f"{'-':>8} {'-':>13} {'-':>8} {'-':>7} {'-':>10}")
             lines.append(f"{r['name']:<16} {figures}  {r['status']}: {r['note']}")
     return "\n".join(lines)
+
+
+def _cpu(row: dict[str, Any]) -> str:
+    """The host's CPU milliseconds per image, median over rounds ("-" in a league saved before it was measured)."""
+    return f"{statistics.median(row['cpu_ms_per_image']):.2f}" if row.get("cpu_ms_per_image") else "-"
 
 
 def _spread(row: dict[str, Any]) -> str:

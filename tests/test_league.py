@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from loaderlab.images import file_kind, linked_split, reference_crop
 from loaderlab.machine import usable_cores
 from loaderlab.tar_shards import sample_key
 from loaderlab.paths import REPO_ROOT
+from loaderlab.processes import python_environment
+from loaderlab.sandbox import unavailable as sandbox_unavailable
 from loaderlab.storage.bucket import RemoteSplit, StoredSample
 from loaderlab.storage.server import Endpoint
 
@@ -89,10 +92,11 @@ def test_gate_matches_keyed_batches_in_any_order(setup: league.Setup) -> None:
 
 
 def test_the_league_from_the_command_line(tmp_path: Path) -> None:
-    """One round on 16 ci images: the planted peer is rejected, the candidate and the ceiling are ranked,
-    the learner's stub reads "not started", an absent peer names the command that adds it."""
+    """One round on 16 ci images: the planted peer is rejected, the candidate and the ceiling are ranked, each with
+    the host's CPU per image, the learner's stub reads "not started", an absent peer names the command that adds it,
+    and the tf.data service entry, in its sandbox, passes the gate (or says why no sandbox can be made)."""
     out = tmp_path / "league.json"
-    entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali"
+    entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali,tfdata-service"
     done = subprocess.run([sys.executable, "-m", "league", "--profile", "ci", "--rounds", "1",
                            "--images", "16", "--entries", entries, "--out", str(out)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
@@ -102,6 +106,11 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     assert rows["planted-skips-crop"]["brief"].startswith("pixels ")  # what the chart writes beside its grey bar
     assert league._short_reason(rows["planted-skips-crop"]) == rows["planted-skips-crop"]["brief"]
     assert rows["thread-batch"]["status"] == "ranked" and rows["thread-batch"]["median"] > 0
+    assert rows["thread-batch"]["cpu_ms_per_image"][0] > 0
+    if sandbox_unavailable():
+        assert rows["tfdata-service"]["status"] == "not installed" and "no sandbox" in rows["tfdata-service"]["note"]
+    else:
+        assert rows["tfdata-service"]["status"] == "ranked", rows["tfdata-service"]["note"]
     assert rows["decode-only"]["status"] == "ceiling"
     assert rows["yours-ex04"]["status"] in ("not started", "ranked")
     assert [name for name, row in rows.items() if row["yours"]] == ["yours-ex04"]  # what the playbook highlights
@@ -284,3 +293,25 @@ def test_every_remote_peer_says_how_to_add_it_or_why_it_cannot_be() -> None:
         entry = remote.REMOTE_BY_NAME[name]
         assert not entry.build and "lock pins" in entry.install
     assert "aiobotocore" in peers and "numpy<2.2.0" in peers
+
+
+BUSY = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end:\n    pass\n"
+
+
+def test_the_hosts_cpu_counts_worker_processes_and_leaves_out_the_servers_that_stand_for_other_machines() -> None:
+    """A child that burns 0.5 s of CPU counts once it has been waited for; one whose command line names the servers
+    (league.table.ELSEWHERE) does not."""
+    before = league.host_cpu_seconds()
+    subprocess.run([sys.executable, "-c", BUSY.format(seconds=0.5)], check=True)
+    counted = league.host_cpu_seconds() - before
+    elsewhere = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=0.5) + "import time; time.sleep(30)",
+                                  "-m", league.ELSEWHERE], env=python_environment())
+    try:
+        time.sleep(1.5)   # it burns its 0.5 s, then sleeps, still living
+        assert elsewhere.poll() is None
+        left_out = league.host_cpu_seconds() - before - counted
+    finally:
+        elsewhere.kill()
+        elsewhere.wait()
+    assert counted >= 0.45, f"a child's 0.5 s of CPU counted {counted:.2f} s"
+    assert left_out < 0.2, f"the servers' process counted {left_out:.2f} s"

@@ -12,13 +12,33 @@ at its own). A server runs until it is killed.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+from pathlib import Path
 
 # A dispatcher drops a worker whose heartbeat it has not had for WORKER_TIMEOUT_MS; workers beat every
 # HEARTBEAT_INTERVAL_MS. TensorFlow's defaults are left to its runtime; these short ones let a restart be seen within
 # seconds on one machine.
 WORKER_TIMEOUT_MS = 2000
 HEARTBEAT_INTERVAL_MS = 500
+DISPATCHER_PORT = 5050     # the workers take the ports after it; inside the sandbox's own network every port is free
+SERVICE = f"grpc://localhost:{DISPATCHER_PORT}"
+
+
+def start_dispatcher(logs: Path, static_workers: int = 0) -> subprocess.Popen:
+    """The dispatcher's process (`static_workers`: the worker addresses a static sharding policy fixes)."""
+    return _start(logs, "dispatcher", str(DISPATCHER_PORT), "--static-workers", str(static_workers))
+
+
+def start_worker(logs: Path, number: int) -> subprocess.Popen:
+    """Worker `number`'s process (0, 1, ...), at its own port: started again, it comes back at the same address."""
+    return _start(logs, "worker", str(DISPATCHER_PORT), str(DISPATCHER_PORT + 1 + number))
+
+
+def _start(logs: Path, *arguments: str) -> subprocess.Popen:
+    log = open(logs / f"{arguments[0]}-{arguments[-1]}.log", "ab")
+    return subprocess.Popen([sys.executable, "-m", "loaderlab.dataservice.servers", *arguments],
+                            stdout=log, stderr=subprocess.STDOUT)
 
 
 def worker_address(port: int) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -19,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from loaderlab.dataservice.job import LEDGER_FILE, SPEC_FILE, ServiceSpec
+from loaderlab.dataservice.servers import SERVICE, start_dispatcher, start_worker
 from loaderlab.images import list_samples
 from loaderlab.paths import dataset_dir
 
-DISPATCHER_PORT = 5050     # the workers take the ports after it; inside the sandbox's own network every port is free
 TIMED_OUT = 124
 
 
@@ -39,34 +38,6 @@ class Ledger:
         self.add("event", event=event, **fields)
 
 
-def start_server(folder: Path, *arguments: str) -> subprocess.Popen:
-    log = open(folder / f"{arguments[0]}-{arguments[-1]}.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "loaderlab.dataservice.servers", *arguments],
-                            stdout=log, stderr=subprocess.STDOUT)
-
-
-def epoch_dataset(spec: ServiceSpec, paths: list[str], labels: list[int]):
-    """The epoch as tf.data: (keys, labels, uint8 crops) in batches of `batch_size`, decoded where the spec says."""
-    import tensorflow as tf
-
-    from loaderlab.tfdata import decode_center_crop
-
-    files, classes = tf.constant(paths), tf.constant(labels, tf.int64)
-    read = tf.data.Dataset.range(spec.num_samples).map(
-        lambda key: (key, tf.gather(classes, key), tf.io.read_file(tf.gather(files, key))))
-    decode = lambda key, label, data: (key, label, decode_center_crop(data))   # noqa: E731
-    if spec.workers == 0:
-        return read.map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(spec.batch_size).prefetch(2)
-    if spec.decode_in == "workers":
-        read = read.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-    served = read.batch(spec.batch_size).apply(tf.data.experimental.service.distribute(
-        processing_mode=getattr(tf.data.experimental.service.ShardingPolicy, spec.policy),
-        service=f"grpc://localhost:{DISPATCHER_PORT}", compression=spec.compression))
-    if spec.decode_in == "trainer":
-        served = served.unbatch().map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(spec.batch_size)
-    return served.prefetch(2)
-
-
 def train(folder: Path) -> int:
     spec = ServiceSpec.from_json((folder / SPEC_FILE).read_text())
     ledger = Ledger(folder / LEDGER_FILE)
@@ -74,11 +45,14 @@ def train(folder: Path) -> int:
     chosen = [samples[key % len(samples)] for key in range(spec.num_samples)]
     static = spec.policy not in ("OFF", "DYNAMIC")
     if spec.workers:
-        start_server(folder, "dispatcher", str(DISPATCHER_PORT), "--static-workers", str(spec.workers * static))
-        workers = [start_server(folder, "worker", str(DISPATCHER_PORT), str(DISPATCHER_PORT + 1 + i))
-                   for i in range(spec.workers)]
+        start_dispatcher(folder, spec.workers * static)
+        workers = [start_worker(folder, number) for number in range(spec.workers)]
         ledger.event("servers started", workers=[w.pid for w in workers])
-    dataset = epoch_dataset(spec, [str(s.path) for s in chosen], [s.label for s in chosen])
+    from loaderlab.dataservice.pipeline import served_epoch   # TensorFlow's import: after the servers started
+
+    dataset = served_epoch([str(s.path) for s in chosen], [s.label for s in chosen], list(range(spec.num_samples)),
+                           spec.batch_size, service=SERVICE if spec.workers else None, policy=spec.policy,
+                           decode_in=spec.decode_in, compression=spec.compression)
 
     def time_limit() -> None:
         ledger.event("time limit", after_s=spec.timeout_s)
@@ -87,20 +61,20 @@ def train(folder: Path) -> int:
     watchdog = threading.Timer(spec.timeout_s, time_limit)
     watchdog.daemon = True
     watchdog.start()
-    received, first = 0, None
+    received, first, killed = 0, None, False
     for keys, labels, images in dataset:
         if first is None:   # from here on the trainer only consumes: its CPU time is what it pays per image
             first = (time.perf_counter(), time.process_time(), received + len(keys))
             ledger.event("first batch")
         received += len(keys)
         ledger.add("batch", keys=keys.numpy().tolist(), labels=labels.numpy().tolist(), shape=list(images.shape))
-        if spec.kill_after is not None and received >= spec.kill_after and "killed" not in locals():
+        if spec.kill_after is not None and received >= spec.kill_after and not killed:
             workers[0].send_signal(signal.SIGKILL)
             workers[0].wait()
             killed = True
             ledger.event("worker 0 killed", received=received)
             if spec.restart:
-                workers[0] = start_server(folder, "worker", str(DISPATCHER_PORT), str(DISPATCHER_PORT + 1))
+                workers[0] = start_worker(folder, 0)
                 ledger.event("worker 0 started again", pid=workers[0].pid)
     watchdog.cancel()
     wall, cpu, counted = (time.perf_counter() - first[0], time.process_time() - first[1],
