@@ -48,6 +48,7 @@ STOP_GRACE_S = 5.0       # between SIGTERM and SIGKILL when the sandbox is stopp
 LOOPBACK = "lo"
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1   # linux/sockios.h, linux/if.h
 TCP_LISTEN = "0A"        # the state column of /proc/net/tcp
+WATCH_POLL_S = 0.2       # how often `Sandbox.watch` reads the listeners while the command runs
 
 
 @functools.cache
@@ -67,6 +68,17 @@ def unavailable() -> str | None:
                 "some distributions restrict them (Ubuntu 24.04's AppArmor setting "
                 "kernel.apparmor_restrict_unprivileged_userns, Debian's kernel.unprivileged_userns_clone)")
     return None
+
+
+@dataclass(frozen=True)
+class Watched:
+    """What `Sandbox.watch` saw: the command's exit status (None if it ran past the limit), every TCP listener and
+    network interface seen inside while it ran."""
+
+    returncode: int | None
+    listeners: list[tuple[str, int]]
+    interfaces: list[str]
+    timed_out: bool
 
 
 @dataclass
@@ -91,6 +103,24 @@ class Sandbox:
                     address, port = fields[1].split(":")
                     found.append((proc_address(address), int(port, 16)))
         return found
+
+    def watch(self, limit_s: float) -> Watched:
+        """Wait for the command to end, at most `limit_s` seconds, reading its listeners and interfaces meanwhile
+        (every WATCH_POLL_S): what the sandbox held while it ran. Past the limit it is left running (the caller's
+        block then stops it) and `timed_out` says so."""
+        listeners: set[tuple[str, int]] = set()
+        interfaces: set[str] = set()
+        deadline = time.monotonic() + limit_s
+        while self.process.poll() is None:
+            if time.monotonic() > deadline:
+                return Watched(None, sorted(listeners), sorted(interfaces), timed_out=True)
+            try:
+                listeners.update(self.listeners())
+                interfaces.update(self.interfaces())
+            except OSError:    # the namespace ended between the poll and the read
+                pass
+            time.sleep(WATCH_POLL_S)
+        return Watched(self.process.returncode, sorted(listeners), sorted(interfaces), timed_out=False)
 
     def _read_net(self, table: str) -> str:
         return Path(f"/proc/{self.first.pid}/net/{table}").read_text()

@@ -34,7 +34,7 @@ folder = Path(sys.argv[1])
 threading.Thread(target=run_service, args=(ServiceSpec(num_samples=100_000, timeout_s=600), folder),
                  daemon=True).start()
 deadline = time.monotonic() + float(sys.argv[2])
-while not (folder / "ledger.jsonl").exists() or '"batch"' not in (folder / "ledger.jsonl").read_text():
+while not any('"batch"' in p.read_text() for p in folder.glob("ledger-*.jsonl")):
     assert time.monotonic() < deadline, "no batch arrived"
     time.sleep(0.1)
 print(" ".join(str(p.pid) for p in psutil.Process().children(recursive=True)), flush=True)

@@ -3,6 +3,7 @@
     result = run_service(ServiceSpec(workers=2, policy="DYNAMIC", kill_after=100), folder)
     result.visitation()        # how many samples arrived once, twice or more, or never
     result.cpu_ms_per_image()  # the trainer's own CPU time per image
+    off, dynamic = run_services([ServiceSpec(policy="OFF"), ServiceSpec(policy="DYNAMIC")], folder)   # one cluster
 
 - **The parts.** The trainer is a process of its own that only consumes batches (`loaderlab.dataservice.trainer`):
   its CPU time per image is what moving the decoding elsewhere takes off the host. With `workers=0` it decodes the
@@ -16,9 +17,13 @@
   made, `sandbox_unavailable()` says why and nothing is started.
 - **Nothing left running.** The sandbox ends with the trainer, with the time limit and with its owner (SIGKILL
   included): the kernel ends every process of its PID namespace, servers too.
+- **Several epochs, one cluster.** `run_services(specs, folder)` reads the specs' epochs one after the other in one
+  sandbox, from one dispatcher and its workers (as many as the most any spec asks for: every worker serves every job,
+  so the specs that use the service should ask for the same count), each epoch's fault struck in its turn: every
+  process that imports TensorFlow costs seconds to start, paid once here.
 - **The ledger.** The trainer writes each batch's sample keys and labels as it receives them, and its events (the
-  servers started, the fault, the end); a worker killed with no one to start it again can leave the trainer waiting
-  for it with no end, so the time limit is this side's: what arrived until then is in the ledger.
+  servers started, the fault, the end), one ledger per epoch; a worker killed with no one to start it again can leave
+  the trainer waiting for it with no end, so such an epoch goes last, and its time limit ends the trainer.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,10 +41,9 @@ from loaderlab.elastic.job import read_json_lines
 from loaderlab.paths import REPO_ROOT
 from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 
-__all__ = ["ServiceResult", "ServiceSpec", "Visitation", "run_service", "sandbox_unavailable"]
+__all__ = ["ServiceResult", "ServiceSpec", "Visitation", "run_service", "run_services", "sandbox_unavailable"]
 
-SPEC_FILE, LEDGER_FILE, TRAINER_LOG = "spec.json", "ledger.jsonl", "trainer.log"
-LISTENER_POLL_S = 0.2      # how often this side reads the sandbox's listeners while the trainer runs
+SPECS_FILE, TRAINER_LOG = "specs.json", "trainer.log"
 POLICIES = ("OFF", "DYNAMIC", "FILE", "DATA", "FILE_OR_DATA", "HINT")   # tf.data.experimental.service.ShardingPolicy
 
 
@@ -68,13 +73,6 @@ class ServiceSpec:
                              f"can be killed; got workers={self.workers}, decode_in={self.decode_in!r}, "
                              f"kill_after={self.kill_after}")
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
-
-    @classmethod
-    def from_json(cls, text: str) -> ServiceSpec:
-        return cls(**json.loads(text))
-
 
 @dataclass(frozen=True)
 class Visitation:
@@ -93,8 +91,9 @@ class Visitation:
 
 @dataclass
 class ServiceResult:
-    """What the trainer did: its exit status, the time the sandbox ran, the ledger (`batch` records with `keys` and
-    `labels`, then `event` records), the logs and what the sandbox held meanwhile."""
+    """What the trainer did in one epoch: the trainer's exit status and the time its sandbox ran (shared by the epochs
+    of one `run_services`), the epoch's ledger (`batch` records with `keys` and `labels`, then `event` records), the
+    logs and what the sandbox held meanwhile."""
 
     spec: ServiceSpec
     returncode: int | None
@@ -142,32 +141,42 @@ class ServiceResult:
         return "\n".join(lines)
 
 
-def run_service(spec: ServiceSpec, folder: Path, stop_margin_s: float = 10.0) -> ServiceResult:
-    """Run `spec` in a sandbox, its files (spec, ledger, logs) in `folder`, and read what the trainer received. The
-    sandbox is stopped `stop_margin_s` past the trainer's own time limit. RuntimeError, saying why, where no sandbox
-    can be made here."""
+START_ALLOWANCE_S = 60.0    # the servers' and the trainer's start (importing TensorFlow), on top of the epochs' limits
+
+
+def run_service(spec: ServiceSpec, folder: Path) -> ServiceResult:
+    """Run `spec` in a sandbox, its files (spec, ledger, logs) in `folder`, and read what the trainer received.
+    RuntimeError, saying why, where no sandbox can be made here."""
+    return run_services([spec], folder)[0]
+
+
+def run_services(specs: Sequence[ServiceSpec], folder: Path) -> list[ServiceResult]:
+    """Run the epochs of `specs` one after the other in one sandbox, from one cluster (module docstring); each one's
+    result. The sandbox is stopped START_ALLOWANCE_S past the sum of the epochs' own time limits."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / SPEC_FILE).write_text(spec.to_json())
-    (folder / LEDGER_FILE).unlink(missing_ok=True)
-    listeners: set[tuple[str, int]] = set()
-    interfaces: set[str] = set()
-    started, timed_out = time.monotonic(), False
+    (folder / SPECS_FILE).write_text(json.dumps([asdict(spec) for spec in specs], indent=1))
+    for number in range(len(specs)):
+        ledger_file(folder, number).unlink(missing_ok=True)
+    started = time.monotonic()
     with open(folder / TRAINER_LOG, "wb") as log, \
             sandboxed([sys.executable, "-m", "loaderlab.dataservice.trainer", str(folder)],
                       stdout=log, stderr=log, cwd=REPO_ROOT) as sandbox:
-        while sandbox.process.poll() is None:
-            if time.monotonic() - started > spec.timeout_s + stop_margin_s:
-                timed_out = True
-                break
-            try:
-                listeners.update(sandbox.listeners())
-                interfaces.update(sandbox.interfaces())
-            except OSError:    # the namespace ended between the poll and the read
-                pass
-            time.sleep(LISTENER_POLL_S)
-        returncode = sandbox.process.poll()
-    records = read_json_lines([folder / LEDGER_FILE])
-    timed_out = timed_out or any(r["kind"] == "event" and r["event"] == "time limit" for r in records)
-    return ServiceResult(spec, returncode, time.monotonic() - started, records,
-                         {path.stem: path.read_text(errors="replace") for path in sorted(folder.glob("*.log"))},
-                         sorted(listeners), sorted(interfaces), timed_out)
+        watched = sandbox.watch(sum(spec.timeout_s for spec in specs) + START_ALLOWANCE_S)
+    elapsed = time.monotonic() - started
+    logs = {path.stem: path.read_text(errors="replace") for path in sorted(folder.glob("*.log"))}
+    results = []
+    for number, spec in enumerate(specs):
+        records = read_json_lines([ledger_file(folder, number)])
+        timed_out = watched.timed_out or any(r["kind"] == "event" and r["event"] == "time limit" for r in records)
+        results.append(ServiceResult(spec, watched.returncode, elapsed, records, logs, watched.listeners,
+                                     watched.interfaces, timed_out))
+    return results
+
+
+def read_specs(folder: Path) -> list[ServiceSpec]:
+    return [ServiceSpec(**fields) for fields in json.loads((folder / SPECS_FILE).read_text())]
+
+
+def ledger_file(folder: Path, number: int) -> Path:
+    """Epoch `number`'s ledger (0, 1, ...)."""
+    return folder / f"ledger-{number}.jsonl"

@@ -1,9 +1,12 @@
 """The trainer's process, inside the sandbox: `python -m loaderlab.dataservice.trainer FOLDER`.
 
-It starts the spec's servers (a dispatcher and its workers, each a process of `loaderlab.dataservice.servers`), reads
-one epoch of batches from them (or decodes the images itself when the spec has no workers), strikes the spec's fault,
-and writes the ledger: each batch's keys and labels as it arrives, and its events. A watchdog ends it with status 124
-(`time limit` in the ledger) once the epoch has run `timeout_s`: a trainer waiting for a lost worker can wait forever.
+It starts the servers once (a dispatcher and as many workers as the most any epoch asks for, each a process of
+`loaderlab.dataservice.servers`), then reads the folder's epochs one after the other from them (or decodes the images
+itself for an epoch with no workers), strikes each epoch's fault, and writes each epoch's ledger: every batch's keys
+and labels as it arrives, and the events. The workers' addresses are fixed in the dispatcher whatever the policies,
+so that a static policy can run beside the others. A watchdog ends the process with status 124 (`time limit` in the
+epoch's ledger) once an epoch has run its `timeout_s`: a trainer waiting for a lost worker can wait forever, so an
+epoch that may wait goes last.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loaderlab.dataservice.job import LEDGER_FILE, SPEC_FILE, ServiceSpec
+from loaderlab.dataservice.job import ServiceSpec, ledger_file, read_specs
 from loaderlab.dataservice.servers import SERVICE, start_dispatcher, start_worker
 from loaderlab.images import list_samples
 from loaderlab.paths import dataset_dir
@@ -26,7 +29,7 @@ TIMED_OUT = 124
 
 
 class Ledger:
-    """The trainer's records, one JSON line each, written as they happen (a process killed keeps what came before)."""
+    """An epoch's records, one JSON line each, written as they happen (a process killed keeps what came before)."""
 
     def __init__(self, path: Path) -> None:
         self._file = open(path, "a", buffering=1)
@@ -38,18 +41,13 @@ class Ledger:
         self.add("event", event=event, **fields)
 
 
-def train(folder: Path) -> int:
-    spec = ServiceSpec.from_json((folder / SPEC_FILE).read_text())
-    ledger = Ledger(folder / LEDGER_FILE)
+def train_epoch(spec: ServiceSpec, ledger: Ledger, folder: Path, workers: list) -> None:
+    """One epoch of `spec`, read and written to `ledger`; its fault struck on `workers` (worker 0 replaced in the list
+    when started again)."""
+    from loaderlab.dataservice.pipeline import served_epoch
+
     samples = list_samples(dataset_dir() / "train")
     chosen = [samples[key % len(samples)] for key in range(spec.num_samples)]
-    static = spec.policy not in ("OFF", "DYNAMIC")
-    if spec.workers:
-        start_dispatcher(folder, spec.workers * static)
-        workers = [start_worker(folder, number) for number in range(spec.workers)]
-        ledger.event("servers started", workers=[w.pid for w in workers])
-    from loaderlab.dataservice.pipeline import served_epoch   # TensorFlow's import: after the servers started
-
     dataset = served_epoch([str(s.path) for s in chosen], [s.label for s in chosen], list(range(spec.num_samples)),
                            spec.batch_size, service=SERVICE if spec.workers else None, policy=spec.policy,
                            decode_in=spec.decode_in, compression=spec.compression)
@@ -80,6 +78,19 @@ def train(folder: Path) -> int:
     wall, cpu, counted = (time.perf_counter() - first[0], time.process_time() - first[1],
                           received - first[2]) if first else (0.0, 0.0, 0)
     ledger.event("epoch ended", received=received, images=counted, wall_s=wall, cpu_s=cpu)
+
+
+def train(folder: Path) -> int:
+    specs = read_specs(folder)
+    ledgers = [Ledger(ledger_file(folder, number)) for number in range(len(specs))]
+    most = max(spec.workers for spec in specs)
+    workers = []
+    if most:
+        start_dispatcher(folder, static_workers=most)
+        workers = [start_worker(folder, number) for number in range(most)]
+        ledgers[0].event("servers started", workers=[w.pid for w in workers])
+    for spec, ledger in zip(specs, ledgers):
+        train_epoch(spec, ledger, folder, workers)
     return 0
 
 

@@ -37,7 +37,6 @@ __all__ = ["Attempt", "Fault", "JobResult", "JobSpec", "run_job", "sandbox_unava
 
 FaultKind = Literal["kill_rank", "kill_node", "kill_agent", "hang_rank"]
 SPEC_FILE, EVENTS_FILE, LEDGER_FOLDER, CHECKPOINT_FILE = "spec.json", "events.jsonl", "ledger", "checkpoint.pt"
-LISTENER_POLL_S = 0.2      # how often the host side reads the sandbox's listeners while the job runs
 STOP_MARGIN_S = 15.0       # past the job's own time limit, the host side stops the sandbox itself
 
 
@@ -211,29 +210,17 @@ def run_job(spec: JobSpec, folder: Path) -> JobResult:
     RuntimeError, saying why, where no sandbox can be made here."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SPEC_FILE).write_text(spec.to_json())
-    listeners: set[tuple[str, int]] = set()
-    interfaces: set[str] = set()
-    started, timed_out = time.monotonic(), False
+    started = time.monotonic()
     with open(folder / "controller.log", "wb") as log, \
             sandboxed([sys.executable, "-m", "loaderlab.elastic.controller", str(folder)],
                       stdout=log, stderr=log, cwd=REPO_ROOT) as sandbox:
-        while sandbox.process.poll() is None:
-            if time.monotonic() - started > spec.timeout_s + STOP_MARGIN_S:
-                timed_out = True
-                break
-            try:
-                listeners.update(sandbox.listeners())
-                interfaces.update(sandbox.interfaces())
-            except OSError:    # the namespace ended between the poll and the read
-                pass
-            time.sleep(LISTENER_POLL_S)
-        returncode = sandbox.process.poll()
+        watched = sandbox.watch(spec.timeout_s + STOP_MARGIN_S)
     elapsed = time.monotonic() - started
     events = read_json_lines([folder / EVENTS_FILE])
-    timed_out = timed_out or any(e["event"].startswith("time limit") for e in events)
-    return JobResult(returncode, elapsed, read_ledger(folder),
+    timed_out = watched.timed_out or any(e["event"].startswith("time limit") for e in events)
+    return JobResult(watched.returncode, elapsed, read_ledger(folder),
                      events, {path.stem: path.read_text(errors="replace") for path in sorted(folder.glob("*.log"))},
-                     sorted(listeners), sorted(interfaces), timed_out)
+                     watched.listeners, watched.interfaces, timed_out)
 
 
 def read_ledger(folder: Path) -> list[dict[str, Any]]:
