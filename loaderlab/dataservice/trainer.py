@@ -26,6 +26,7 @@ from loaderlab.images import list_samples
 from loaderlab.paths import dataset_dir
 
 TIMED_OUT = 124
+READY_WITHIN_S = 60.0   # for every worker to register with the dispatcher (each imports TensorFlow first)
 
 
 class Ledger:
@@ -80,6 +81,21 @@ def train_epoch(spec: ServiceSpec, ledger: Ledger, folder: Path, workers: list) 
     ledger.event("epoch ended", received=received, images=counted, wall_s=wall, cpu_s=cpu)
 
 
+def wait_for_workers(count: int, ledger: Ledger) -> None:
+    """Return once `count` workers serve jobs: an `OFF` job over one sample yields one copy per registered worker. A
+    job started earlier may find fewer (measured: an `OFF` epoch begun too soon delivered one copy of the epoch, not
+    two)."""
+    from loaderlab.dataservice.pipeline import served_epoch
+
+    sample = list_samples(dataset_dir() / "train")[0]
+    deadline = time.monotonic() + READY_WITHIN_S
+    while sum(1 for _ in served_epoch([str(sample.path)], [sample.label], [0], 1, service=SERVICE, policy="OFF")) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fewer than {count} workers registered within {READY_WITHIN_S:g} s")
+        time.sleep(0.2)
+    ledger.event("workers ready", workers=count)
+
+
 def train(folder: Path) -> int:
     specs = read_specs(folder)
     ledgers = [Ledger(ledger_file(folder, number)) for number in range(len(specs))]
@@ -89,6 +105,7 @@ def train(folder: Path) -> int:
         start_dispatcher(folder, static_workers=most)
         workers = [start_worker(folder, number) for number in range(most)]
         ledgers[0].event("servers started", workers=[w.pid for w in workers])
+        wait_for_workers(most, ledgers[0])
     for spec, ledger in zip(specs, ledgers):
         train_epoch(spec, ledger, folder, workers)
     return 0
