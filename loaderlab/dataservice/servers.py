@@ -41,7 +41,8 @@ def _start(logs: Path, *arguments: str) -> subprocess.Popen:
                             stdout=log, stderr=subprocess.STDOUT)
 
 
-def worker_address(port: int) -> str:
+def local_address(port: int) -> str:
+    """Where a server of this sandbox answers: its port on loopback."""
     return f"localhost:{port}"
 
 
@@ -60,13 +61,13 @@ def serve(argv: list[str]) -> None:
     from tensorflow.data.experimental import service
 
     if options.role == "dispatcher":
-        fixed = [worker_address(options.port + 1 + i) for i in range(options.static_workers)] or None
+        fixed = [local_address(options.port + 1 + i) for i in range(options.static_workers)] or None
         server = service.DispatchServer(service.DispatcherConfig(
             port=options.port, worker_addresses=fixed, worker_timeout_ms=WORKER_TIMEOUT_MS))
     else:
         server = service.WorkerServer(service.WorkerConfig(
-            dispatcher_address=worker_address(options.dispatcher_port), port=options.port,
-            worker_address=worker_address(options.port), heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS))
+            dispatcher_address=local_address(options.dispatcher_port), port=options.port,
+            worker_address=local_address(options.port), heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS))
     print(f"{options.role} serving on port {options.port}", flush=True)
     server.join()
 

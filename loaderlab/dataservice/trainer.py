@@ -22,7 +22,7 @@ from typing import Any
 
 from loaderlab.dataservice.job import ServiceSpec, ledger_file, read_specs
 from loaderlab.dataservice.servers import SERVICE, start_dispatcher, start_worker
-from loaderlab.images import list_samples
+from loaderlab.images import Sample, list_samples
 from loaderlab.paths import dataset_dir
 
 TIMED_OUT = 124
@@ -42,12 +42,11 @@ class Ledger:
         self.add("event", event=event, **fields)
 
 
-def train_epoch(spec: ServiceSpec, ledger: Ledger, folder: Path, workers: list) -> None:
-    """One epoch of `spec`, read and written to `ledger`; its fault struck on `workers` (worker 0 replaced in the list
-    when started again)."""
+def train_epoch(spec: ServiceSpec, samples: list[Sample], ledger: Ledger, folder: Path, workers: list) -> None:
+    """One epoch of `spec` over `samples` (the train split), read and written to `ledger`; its fault struck on
+    `workers` (worker 0 replaced in the list when started again)."""
     from loaderlab.dataservice.pipeline import served_epoch
 
-    samples = list_samples(dataset_dir() / "train")
     chosen = [samples[key % len(samples)] for key in range(spec.num_samples)]
     dataset = served_epoch([str(s.path) for s in chosen], [s.label for s in chosen], list(range(spec.num_samples)),
                            spec.batch_size, service=SERVICE if spec.workers else None, policy=spec.policy,
@@ -81,15 +80,15 @@ def train_epoch(spec: ServiceSpec, ledger: Ledger, folder: Path, workers: list) 
     ledger.event("epoch ended", received=received, images=counted, wall_s=wall, cpu_s=cpu)
 
 
-def wait_for_workers(count: int, ledger: Ledger) -> None:
+def wait_for_workers(count: int, sample: Sample, ledger: Ledger) -> None:
     """Return once `count` workers serve jobs: an `OFF` job over one sample yields one copy per registered worker. A
     job started earlier may find fewer (measured: an `OFF` epoch begun too soon delivered one copy of the epoch, not
     two)."""
     from loaderlab.dataservice.pipeline import served_epoch
 
-    sample = list_samples(dataset_dir() / "train")[0]
     deadline = time.monotonic() + READY_WITHIN_S
-    while sum(1 for _ in served_epoch([str(sample.path)], [sample.label], [0], 1, service=SERVICE, policy="OFF")) < count:
+    while sum(1 for _ in served_epoch([str(sample.path)], [sample.label], [0], 1, service=SERVICE,
+                                      policy="OFF")) < count:
         if time.monotonic() > deadline:
             raise TimeoutError(f"fewer than {count} workers registered within {READY_WITHIN_S:g} s")
         time.sleep(0.2)
@@ -98,6 +97,7 @@ def wait_for_workers(count: int, ledger: Ledger) -> None:
 
 def train(folder: Path) -> int:
     specs = read_specs(folder)
+    samples = list_samples(dataset_dir() / "train")
     ledgers = [Ledger(ledger_file(folder, number)) for number in range(len(specs))]
     most = max(spec.workers for spec in specs)
     workers = []
@@ -105,9 +105,9 @@ def train(folder: Path) -> int:
         start_dispatcher(folder, static_workers=most)
         workers = [start_worker(folder, number) for number in range(most)]
         ledgers[0].event("servers started", workers=[w.pid for w in workers])
-        wait_for_workers(most, ledgers[0])
+        wait_for_workers(most, samples[0], ledgers[0])
     for spec, ledger in zip(specs, ledgers):
-        train_epoch(spec, ledger, folder, workers)
+        train_epoch(spec, samples, ledger, folder, workers)
     return 0
 
 
