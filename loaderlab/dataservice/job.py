@@ -24,6 +24,10 @@
 - **The ledger.** The trainer writes each batch's sample keys and labels as it receives them, and its events (the
   servers started, the fault, the end), one ledger per epoch; a worker killed with no one to start it again can leave
   the trainer waiting for it with no end, so such an epoch goes last, and its time limit ends the trainer.
+- **Exercise 17's ranks.** With `hooks` (a module's name, importable from `hooks_path`), the epoch is read by
+  `world_size` ranks, threads of the trainer, through the module's `rank_plan`, `request_epoch` and `exactly_once`
+  (`loaderlab.dataservice.trainer.ranks_epoch`); each batch is written with its rank, and an exception a hook raises
+  as that rank's `rank failed` event.
 """
 
 from __future__ import annotations
@@ -64,6 +68,10 @@ class ServiceSpec:
     kill_after: int | None = None
     restart: bool = True
     timeout_s: float = 60.0
+    hooks: str | None = None                # exercise 17: the module whose hooks the ranks call (`policy` unused)
+    hooks_path: tuple[str, ...] = ()        # where that module is importable from
+    world_size: int = 1                     # exercise 17: ranks, each a thread of the trainer
+    measure_local: bool = False             # exercise 17: decode the epoch on the trainer first, for its CPU per image
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -120,6 +128,17 @@ class ServiceResult:
     def event(self, name: str) -> dict[str, Any] | None:
         return next((r for r in self.records if r["kind"] == "event" and r["event"] == name), None)
 
+    def rank_batches(self, rank: int) -> list[dict[str, Any]]:
+        """Rank `rank`'s batches in the order it yielded them (exercise 17's ranks: `keys`, `labels`, `shape`,
+        `dtype`)."""
+        return [r for r in self.batches() if r.get("rank") == rank]
+
+    def records_of(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["kind"] == kind]
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["kind"] == "event" and r["event"] == name]
+
     def cpu_ms_per_image(self) -> float:
         """The trainer's CPU time (every thread of its process) from its first batch to its last, per image received
         after the first batch: what consuming costs it, start-up left out."""
@@ -174,7 +193,8 @@ def run_services(specs: Sequence[ServiceSpec], folder: Path) -> list[ServiceResu
 
 
 def read_specs(folder: Path) -> list[ServiceSpec]:
-    return [ServiceSpec(**fields) for fields in json.loads((folder / SPECS_FILE).read_text())]
+    return [ServiceSpec(**fields | {"hooks_path": tuple(fields.get("hooks_path", ()))})
+            for fields in json.loads((folder / SPECS_FILE).read_text())]
 
 
 def ledger_file(folder: Path, number: int) -> Path:
