@@ -57,7 +57,8 @@ def test_duplicates_are_dropped(grade):
 @pytest.mark.step(3, "exactly once")
 def test_batches_follow_the_plan_and_keep_samples_whole(grade):
     """Jobs whose batches (of 7, 1 and 4) are not the plan's (of 4, 3 and 9), in an order of their own: the plan's
-    batch sizes, numpy arrays, each row's label and image the ones that came with its key."""
+    batch sizes, numpy arrays, each row's label and image the ones that came with its key, the keys in the order
+    they arrived."""
     grade()
 
 
