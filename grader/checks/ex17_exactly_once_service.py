@@ -69,9 +69,9 @@ SILENT_DEADLINES_S = (1.0, 2.0)     # a service that never answers, under two de
 # runs). The epoch whose worker stays dead goes last: the servers run on with one worker fewer.
 WORLD_SIZE, BATCH_SIZE = 2, 8
 CLEAN_SAMPLES, KILLED_SAMPLES, LOST_SAMPLES, KILL_AFTER = 192, 240, 120, 48
-# The trainer's CPU per image receiving crops, at most this share of decoding the same images itself: measured
-# 0.04-0.06 for the service's crops (2-core development machine, ci profile; notebook 11b: 0.40-0.61 ms against
-# 4.5-5.9 ms), well under it for a trainer that only receives; a trainer that decodes pays about the whole.
+# The trainer's CPU per image receiving crops, at most this share of decoding the same images itself. The solution's
+# two ranks: 0.18, 0.20 and 0.21 (0.88-1.14 ms against 4.82-5.39 ms; 2-core development machine, ci profile, three
+# runs, 7 December); a trainer that still decodes, or copies every pixel through Python, pays the whole or more.
 MAX_CPU_SHARE = 0.5
 EPOCH_TIMEOUT_S = 90.0              # per epoch, a busy machine 1.5x slower included; the sandbox adds its start
 
