@@ -7,8 +7,10 @@ Design choices:
   on the queue with the deadline, so a silent job costs `batch_timeout_s`, not forever. A thread reading a job that
   fell silent stays blocked inside TensorFlow until the job speaks or the process ends: it is a daemon, and it stops
   at its next batch once told to.
-- The ledger is the set of keys received. A job that ends or falls silent with keys missing is abandoned, and a new
-  job is asked for exactly those keys (a new job: a finished job's name would give end of input at once).
+- `ServedEpoch` holds one rank's epoch; each decision (what to ask for, how long to wait, what to keep, when to ask
+  again) is a method of its own. The ledger is the set of keys received. A job that ends or falls silent with keys
+  missing is abandoned, and a new job is asked for exactly those keys (a new job: a finished job's name would give end
+  of input at once).
 - Samples wait in a buffer until the next planned batch is full, so the batch sizes are the plan's whatever the
   jobs' own batches were.
 """
@@ -41,16 +43,35 @@ def request_epoch(service: str, paths: Sequence[str], labels: Sequence[int], key
                          f"{len(labels)} labels and {len(keys)} keys")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    files = tf.constant(list(paths), tf.string)
-    classes = tf.constant(list(labels), tf.int64)
-    names = tf.constant(list(keys), tf.int64)
+    crops = samples(paths, labels, keys).map(lambda key, label, path: (key, label, load_crop(path)),
+                                              num_parallel_calls=tf.data.AUTOTUNE)
+    return on_the_trainer(batched(crops, batch_size).apply(new_job(service)), batch_size)
 
-    def load(i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        return tf.gather(names, i), tf.gather(classes, i), decode_center_crop(tf.io.read_file(tf.gather(files, i)))
 
-    work = tf.data.Dataset.range(len(paths)).map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size)
-    served = work.apply(tf.data.experimental.service.distribute(
-        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=service))
+def samples(paths: Sequence[str], labels: Sequence[int], keys: Sequence[int]) -> tf.data.Dataset:
+    """(key, label, path) per sample, in the order given."""
+    return tf.data.Dataset.from_tensor_slices((tf.constant(list(keys), tf.int64), tf.constant(list(labels), tf.int64),
+                                               tf.constant(list(paths), tf.string)))
+
+
+def load_crop(path: tf.Tensor) -> tf.Tensor:
+    """The file's centre crop, in TensorFlow ops alone (a worker runs the graph, not this process's Python)."""
+    return decode_center_crop(tf.io.read_file(path))
+
+
+def batched(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+    """Batches of `batch_size`, the last one short."""
+    return dataset.batch(batch_size)
+
+
+def new_job(service: str) -> Callable[[tf.data.Dataset], tf.data.Dataset]:
+    """distribute's transformation: a new job (no job_name) of the service, DYNAMIC sharding."""
+    return tf.data.experimental.service.distribute(
+        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=service)
+
+
+def on_the_trainer(served: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+    """What runs on the trainer after the job: only prefetching."""
     return served.prefetch(2)
 
 
@@ -103,57 +124,97 @@ def check_arguments(keys: Sequence[int], sizes: Sequence[int], batch_timeout_s: 
         raise ValueError(f"batch_timeout_s must be above 0, got {batch_timeout_s}")
 
 
+class ServedEpoch:
+    """One rank's share read exactly once from the jobs `request` starts: a ledger of the keys received, a new job for
+    those still missing after each job, and the samples waiting for the next planned batch. Each decision is a method
+    of its own."""
+
+    def __init__(self, request: Callable[[list[int]], Iterable[Any]], keys: list[int], sizes: list[int],
+                 timeout_s: float) -> None:
+        self.request, self.keys, self.sizes, self.timeout_s = request, keys, sizes, timeout_s
+        self.wanted, self.received = set(keys), set()
+        self.waiting: list[tuple[int, Any, Any]] = []   # (key, label, image) not yet in a yielded batch
+        self.stop = threading.Event()
+
+    def batches(self) -> Iterator[Batch]:
+        """The planned batches, as their samples arrive."""
+        try:
+            while missing := self.still_missing():
+                answers = self.start_job(missing)
+                delivered = False
+                for item in self.items(answers):
+                    delivered = True
+                    self.take(item)
+                    yield from self.ready()
+                self.stop.set()
+                if not self.ask_again(delivered):
+                    break
+            yield from self.rest()
+        finally:
+            self.stop.set()   # also when the caller stops early: the job's reader stops at its next batch
+
+    def still_missing(self) -> list[int]:
+        """The keys a new job is asked for: those not received yet, in the plan's order."""
+        return [key for key in self.keys if key not in self.received]
+
+    def start_job(self, keys: list[int]) -> queue.Queue:
+        """A new job over `keys`, read by a thread of its own into the queue returned."""
+        answers: queue.Queue = queue.Queue(maxsize=QUEUE_BATCHES)
+        self.stop = threading.Event()
+        threading.Thread(target=read_job, args=(lambda: self.request(keys), answers, self.stop), daemon=True,
+                         name="ex17-job").start()
+        return answers
+
+    def items(self, answers: queue.Queue) -> Iterator[Any]:
+        """The job's batches until it ends or sends nothing for the deadline (from its start or its last batch); an
+        error it raised, raised here."""
+        while True:
+            try:
+                item = answers.get(timeout=self.timeout_s)
+            except queue.Empty:
+                return            # silent for the whole deadline: a lost worker
+            if isinstance(item, JobEnded):
+                return
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+    def take(self, batch: Any) -> None:
+        """Add a job's batch to the ledger: a key received already is dropped, a key not asked for is an error."""
+        batch_keys, batch_labels, batch_images = batch
+        for row, key in enumerate(np.asarray(batch_keys).tolist()):
+            if key not in self.wanted:
+                raise ValueError(f"the service sent key {key}, which was not asked for")
+            if key in self.received:
+                continue   # sent again (a worker's shard started again): dropped
+            self.received.add(key)
+            self.waiting.append((key, np.asarray(batch_labels[row]), np.asarray(batch_images[row])))
+
+    def ready(self) -> Iterator[Batch]:
+        """Every planned batch whose samples are all waiting."""
+        while self.sizes and len(self.waiting) >= self.sizes[0]:
+            yield cut(self.waiting, self.sizes.pop(0))
+
+    def ask_again(self, delivered: bool) -> bool:
+        """After a job: go on asking for what is missing (True). A job that delivered nothing means no service."""
+        if not delivered and len(self.received) < len(self.wanted):
+            raise TimeoutError(f"{len(self.wanted) - len(self.received)} keys missing: a new job delivered nothing "
+                               f"within {self.timeout_s:g} s (is the service running, and does it have workers?)")
+        return True
+
+    def rest(self) -> Iterator[Batch]:
+        """The planned batches still to yield once the jobs are over."""
+        while self.sizes and self.waiting:
+            yield cut(self.waiting, min(self.sizes.pop(0), len(self.waiting)))
+
+
 def exactly_once(request: Callable[[list[int]], Iterable[Any]], keys: Sequence[int], sizes: Sequence[int],
                  batch_timeout_s: float | None = None) -> Iterator[Batch]:
     """The batches of `keys`, of `sizes`, each key exactly once, read from jobs that `request` starts."""
     timeout_s = BATCH_TIMEOUT_S if batch_timeout_s is None else batch_timeout_s
     keys, sizes = [int(key) for key in keys], [int(size) for size in sizes]
     check_arguments(keys, sizes, timeout_s)
-    wanted, received = set(keys), set()
-    waiting: list[tuple[int, Any, Any]] = []   # (key, label, image) not yet in a yielded batch
-    stop = threading.Event()
-    try:
-        while len(received) < len(wanted):
-            missing = still_missing(keys, received)
-            answers: queue.Queue = queue.Queue(maxsize=QUEUE_BATCHES)
-            stop = threading.Event()
-            threading.Thread(target=read_job, args=(lambda wanted=missing: request(wanted), answers, stop), daemon=True,
-                             name="ex17-job").start()
-            delivered = False
-            while True:
-                try:
-                    item = answers.get(timeout=timeout_s)
-                except queue.Empty:
-                    break     # silent for the whole deadline: a lost worker
-                if isinstance(item, JobEnded):
-                    break
-                if isinstance(item, Exception):
-                    raise item
-                delivered = True
-                batch_keys, batch_labels, batch_images = item
-                batch_keys = np.asarray(batch_keys).tolist()
-                for row, key in enumerate(batch_keys):
-                    if key not in wanted:
-                        raise ValueError(f"the service sent key {key}, which was not asked for")
-                    if key in received:
-                        continue   # sent again (a worker's shard started again): dropped
-                    received.add(key)
-                    waiting.append((key, np.asarray(batch_labels[row]), np.asarray(batch_images[row])))
-                while sizes and len(waiting) >= sizes[0]:
-                    yield cut(waiting, sizes.pop(0))
-            stop.set()
-            if not delivered and len(received) < len(wanted):
-                raise TimeoutError(f"{len(wanted) - len(received)} keys missing: a new job delivered nothing within "
-                                   f"{timeout_s:g} s (is the service running, and does it have workers?)")
-        while sizes:
-            yield cut(waiting, sizes.pop(0))
-    finally:
-        stop.set()
-
-
-def still_missing(keys: list[int], received: set[int]) -> list[int]:
-    """The keys a new job is asked for: those not received yet, in the plan's order."""
-    return [key for key in keys if key not in received]
+    return ServedEpoch(request, keys, sizes, timeout_s).batches()
 
 
 def cut(waiting: list[tuple[int, Any, Any]], size: int) -> Batch:

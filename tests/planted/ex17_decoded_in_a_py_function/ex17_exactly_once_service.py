@@ -1,38 +1,18 @@
-"""Planted: the decode in a tf.py_function (Pillow's decode, through numpy), which runs here but not in a worker."""
+"""Planted: the decode in a tf.py_function (the reference crop, through Python), which runs here but not in a worker."""
 
 from __future__ import annotations
 
-import numpy as np
-import tensorflow as tf
-
 from loaderlab.images import reference_crop
-from loaderlab.tfdata import decode_center_crop
+
+import solutions.ex17_exactly_once_service as honest
 from solutions.ex17_exactly_once_service import *  # noqa: F401,F403
 
 
-def python_crop(path: tf.Tensor) -> np.ndarray:
-    """The reference crop of the file, in Python."""
-    return reference_crop(path.numpy().decode())
+def load_crop(path: tf.Tensor) -> tf.Tensor:
+    """The reference crop, computed in Python."""
+    crop = tf.py_function(lambda name: reference_crop(name.numpy().decode()), [path], tf.uint8)
+    crop.set_shape((224, 224, 3))
+    return crop
 
 
-def request_epoch(service: str, paths: Sequence[str], labels: Sequence[int], keys: Sequence[int],
-                  batch_size: int) -> tf.data.Dataset:
-    """A new job of the service over these samples, read, decoded, cropped and batched in its workers."""
-    if not len(paths) == len(labels) == len(keys):
-        raise ValueError(f"paths, labels and keys must have one entry per sample: got {len(paths)} paths, "
-                         f"{len(labels)} labels and {len(keys)} keys")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    files = tf.constant(list(paths), tf.string)
-    classes = tf.constant(list(labels), tf.int64)
-    names = tf.constant(list(keys), tf.int64)
-
-    def load(i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        image = tf.py_function(python_crop, [tf.gather(files, i)], tf.uint8)
-        image.set_shape((224, 224, 3))
-        return tf.gather(names, i), tf.gather(classes, i), image
-
-    work = tf.data.Dataset.range(len(paths)).map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size)
-    served = work.apply(tf.data.experimental.service.distribute(
-        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=service))
-    return served.prefetch(2)
+honest.load_crop = load_crop   # request_epoch calls it by the solution's name

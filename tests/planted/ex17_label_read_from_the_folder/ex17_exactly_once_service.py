@@ -2,36 +2,23 @@
 
 from __future__ import annotations
 
-import tensorflow as tf
-
 from loaderlab.images import class_names
 from loaderlab.paths import dataset_dir
-from loaderlab.tfdata import decode_center_crop
+
+import solutions.ex17_exactly_once_service as honest
 from solutions.ex17_exactly_once_service import *  # noqa: F401,F403
 
 
-def folder_label(path: tf.Tensor) -> tf.Tensor:
-    """The class's number: its folder's place among the train split's class folders, sorted."""
-    folder = tf.strings.split(path, "/")[-2]
+def samples(paths: Sequence[str], labels: Sequence[int], keys: Sequence[int]) -> tf.data.Dataset:
+    """(key, the folder's class number, path) per sample."""
     classes = tf.constant(class_names(dataset_dir() / "train"))
-    return tf.argmax(tf.cast(tf.equal(classes, folder), tf.int64), output_type=tf.int64)
+
+    def from_folder(key: tf.Tensor, path: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        folder = tf.strings.split(path, "/")[-2]
+        return key, tf.argmax(tf.cast(tf.equal(classes, folder), tf.int64), output_type=tf.int64), path
+
+    return tf.data.Dataset.from_tensor_slices((tf.constant(list(keys), tf.int64),
+                                               tf.constant(list(paths), tf.string))).map(from_folder)
 
 
-def request_epoch(service: str, paths: Sequence[str], labels: Sequence[int], keys: Sequence[int],
-                  batch_size: int) -> tf.data.Dataset:
-    """A new job of the service over these samples, read, decoded, cropped and batched in its workers."""
-    if not len(paths) == len(labels) == len(keys):
-        raise ValueError(f"paths, labels and keys must have one entry per sample: got {len(paths)} paths, "
-                         f"{len(labels)} labels and {len(keys)} keys")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    files = tf.constant(list(paths), tf.string)
-    names = tf.constant(list(keys), tf.int64)
-
-    def load(i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        return tf.gather(names, i), folder_label(tf.gather(files, i)), decode_center_crop(tf.io.read_file(tf.gather(files, i)))
-
-    work = tf.data.Dataset.range(len(paths)).map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size)
-    served = work.apply(tf.data.experimental.service.distribute(
-        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=service))
-    return served.prefetch(2)
+honest.samples = samples   # request_epoch calls it by the solution's name

@@ -6,9 +6,9 @@ import solutions.ex17_exactly_once_service as honest
 from solutions.ex17_exactly_once_service import *  # noqa: F401,F403
 
 
-def still_missing(keys: list[int], received: set[int]) -> list[int]:
-    """Every key of the epoch, again."""
-    return list(keys)
+class ServedEpoch(honest.ServedEpoch):
+    def still_missing(self) -> list[int]:
+        return list(self.keys) if len(self.received) < len(self.wanted) else []
 
 
-honest.still_missing = still_missing   # exactly_once calls it by the solution's name
+honest.ServedEpoch = ServedEpoch   # exactly_once builds it by the solution's name
