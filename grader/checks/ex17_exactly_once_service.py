@@ -661,7 +661,7 @@ def served_epochs_deliver_every_sample_once(ex: ModuleType) -> Measured:
     assert killed.event("worker 0 killed"), killed.describe()
     _epoch_delivered(lost, f"Two ranks over {LOST_SAMPLES} samples, worker 0 SIGKILLed after {KILL_AFTER} samples "
                            "and not started again")
-    return Measured("the trainer's CPU per image receiving crops, a share of decoding them itself", share,
+    return Measured("trainer CPU per image, share of decoding", share,
                     MAX_CPU_SHARE, at_most=True,
                     note=f"{received_ms:.2f} ms against {decoded_ms:.2f} ms per image; every sample once with a worker "
                          "killed, restarted or not")
