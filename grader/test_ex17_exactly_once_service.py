@@ -92,7 +92,8 @@ def test_served_epochs_deliver_every_sample_once(grade):
     only interface loopback): 192 samples with no fault, the trainer's CPU per image at most 0.5 of decoding the same
     images itself; 240 samples with worker 0 SIGKILLed after 48 and started again; 120 with it SIGKILLed and not
     started again. In each, every rank receives every key of its plan once, in its plan's batch sizes, with the right
-    labels, uint8 crops and pixels (every 7th key)."""
+    labels, uint8 crops and pixels (every 7th key). The dispatcher's listener is seen on loopback, the only interface,
+    and no process of the sandbox is left once it ends."""
     grade()
 
 

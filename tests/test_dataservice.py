@@ -1,7 +1,8 @@
-"""Module 11 part 2's input service (loaderlab.dataservice): a trainer fed by tf.data service on this machine receives
-every sample with the right label and crop, listens on loopback alone, and leaves nothing running when its owner is
-killed; with a worker killed and started again under DYNAMIC sharding, no sample arrives twice (tf.data service's
-"at most once")."""
+"""Module 11 part 2's input service (loaderlab.dataservice) leaves nothing running when its owner is killed. What a run
+delivers, with a worker killed and started again, is asserted where it runs anyway: notebook 11b asserts each sharding
+policy's documented promise (DYNAMIC: nothing twice), and exercise 17's step-4 check, graded on the solution in `make
+test`, holds the right labels and crops, loopback as the only interface with the servers' listeners seen, and no
+process of the service left after the run (each sandbox run costs 25-50 s of the suite's budget)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
-from loaderlab.dataservice.job import ServiceSpec, run_service, sandbox_unavailable
-from loaderlab.images import list_samples
-from loaderlab.paths import dataset_dir
+from loaderlab.dataservice.job import sandbox_unavailable
 from loaderlab.processes import python_environment
 from owners import assert_child_gone_with_its_killed_owner  # tests/ is on sys.path
 
@@ -40,24 +38,6 @@ while not any('"batch"' in p.read_text() for p in folder.glob("ledger-*.jsonl"))
 print(" ".join(str(p.pid) for p in psutil.Process().children(recursive=True)), flush=True)
 time.sleep(600)
 """
-
-
-@needs_sandbox
-def test_a_restarted_worker_under_dynamic_sharding_sends_nothing_twice_and_only_loopback_listens(tmp_path: Path) -> None:
-    spec = ServiceSpec(workers=2, policy="DYNAMIC", num_samples=120, batch_size=8, kill_after=40, timeout_s=60)
-    result = run_service(spec, tmp_path)
-    assert result.returncode == 0 and not result.timed_out, result.describe()
-    assert result.interfaces == ["lo"], f"the service's network held {result.interfaces}"
-    assert {port for _, port in result.listeners} >= {5050, 5051, 5052}, result.listeners
-    assert result.event("worker 0 started again"), result.describe()
-    visits = result.visitation()
-    assert visits.more == 0, f"DYNAMIC sharding promises at most once: {visits}"
-    samples = list_samples(dataset_dir() / "train")
-    for batch in result.batches():
-        assert batch["labels"] == [samples[k % len(samples)].label for k in batch["keys"]]
-        assert batch["shape"][1:] == [224, 224, 3]
-    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or ())]
-    assert not left, f"processes of the service still running after it ended: {left}"
 
 
 @needs_sandbox

@@ -30,10 +30,12 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import psutil
 
 from grader.results import Measured
 from grader.support import assert_pixels_within, dataset_samples, expected_crop, raised_by, require, within
 from loaderlab.dataservice.job import ServiceResult, ServiceSpec, run_services
+from loaderlab.dataservice.servers import DISPATCHER_PORT
 from loaderlab.dataservice.trainer import PIXEL_EVERY
 from loaderlab.images import CROP, MEAN_TOLERANCE, WORST_TOLERANCE, mean_abs_difference
 
@@ -606,7 +608,10 @@ def _epochs(ex: ModuleType) -> list[ServiceResult]:
              ServiceSpec(num_samples=KILLED_SAMPLES, kill_after=KILL_AFTER, restart=True, **hooks),
              ServiceSpec(num_samples=LOST_SAMPLES, kill_after=KILL_AFTER, restart=False, **hooks)]
     with TemporaryDirectory(prefix="ex17-service-") as folder:
-        return run_services(specs, Path(folder))
+        results = run_services(specs, Path(folder))
+        left = [p.pid for p in psutil.process_iter(["cmdline"]) if folder in " ".join(p.info["cmdline"] or ())]
+    assert not left, f"processes of the service's sandbox still running after it ended: {left}"
+    return results
 
 
 def _epoch_delivered(result: ServiceResult, what: str) -> None:
@@ -644,9 +649,10 @@ def _epoch_delivered(result: ServiceResult, what: str) -> None:
 
 def served_epochs_deliver_every_sample_once(ex: ModuleType) -> Measured:
     clean, killed, lost = _epochs(ex)
-    assert clean.interfaces == ["lo"], (
-        f"The service's sandbox held the interfaces {clean.interfaces}, not loopback alone: its servers listen on "
-        "every interface there is.\n" + clean.describe())
+    assert clean.interfaces == ["lo"] and DISPATCHER_PORT in {port for _, port in clean.listeners}, (
+        f"The service's sandbox held the interfaces {clean.interfaces} and the listeners {clean.listeners}: loopback "
+        "alone, with the dispatcher's listener seen there (its servers listen on every interface there is).\n"
+        + clean.describe())
     what = f"Two ranks over {CLEAN_SAMPLES} samples in batches of {BATCH_SIZE}, from 2 workers, no fault"
     _epoch_delivered(clean, what)
     here, served = clean.event("decoded here"), clean.event("epoch ended")
