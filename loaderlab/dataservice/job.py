@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from loaderlab.elastic.job import read_json_lines
+from loaderlab.ledger import read_json_lines
 from loaderlab.paths import REPO_ROOT
 from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from loaderlab.ledger import read_json_lines
 from loaderlab.paths import REPO_ROOT
 from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 
@@ -226,18 +226,4 @@ def run_job(spec: JobSpec, folder: Path) -> JobResult:
 def read_ledger(folder: Path) -> list[dict[str, Any]]:
     """Every record the ranks of the job in `folder` have written so far (`loaderlab.elastic.rank`)."""
     return read_json_lines(sorted((folder / LEDGER_FOLDER).glob("*.jsonl")))
-
-
-def read_json_lines(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Every complete JSON line of `paths` (a process killed mid-line leaves a partial last line: skipped)."""
-    records = []
-    for path in paths:
-        if not path.exists():
-            continue
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return records
 
