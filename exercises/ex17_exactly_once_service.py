@@ -32,7 +32,8 @@ Contract (the grader checks each point; [n] is the step that checks it):
   `loaderlab.tfdata.decode_center_crop`, and batches: each element is (keys int64 (n,), labels int64 (n,), images
   uint8 (n, 224, 224, 3)), the samples in the order given, `batch_size` per batch, the last one short; the pixels
   within the course's tolerance of the reference crop (`loaderlab.images`: a mean of at most 2.0 levels, no image
-  above 6.0); the images leave the workers decoded (the trainer receives crops, it never decodes);
+  above 6.0), for every kind of file the dataset holds (progressive, CMYK, grayscale, a PNG named .jpg, ...); the
+  images leave the workers decoded (the trainer receives crops, it never decodes);
 - [2] `rank_plan` gives rank `rank` the keys rank, rank + world_size, rank + 2 * world_size, ... below
   `num_samples` (so every key is on one rank, once), and its batch sizes: every rank the same number of batches,
   ceil(ceil(num_samples / world_size) / batch_size), none empty and none above `batch_size`, the rank's keys spread
@@ -49,9 +50,10 @@ Contract (the grader checks each point; [n] is the step that checks it):
 - [3] closing the iterator early (a `break` in the training loop) stops the job it was reading: no thread of yours
   keeps pulling batches from it;
 - [5] bad input raises, without waiting longer than it must: ValueError for `rank_plan` with `world_size` < 1, a rank
-  outside 0..world_size - 1, `batch_size` < 1, fewer samples than ranks, or a rank that would get fewer keys
-  than the batch count (`batch_size` 1 and `num_samples` not a multiple of `world_size`); for `exactly_once` with a key twice in
-  `keys`, `sizes` that do not add up to the number of keys (or hold a size below 1), or `batch_timeout_s` <= 0;
+  outside 0..world_size - 1, `batch_size` < 1, fewer samples than ranks, or a rank that would get fewer keys than
+  the batch count (`batch_size` 1 and `num_samples` not a multiple of `world_size`); for `exactly_once` with a key
+  twice in `keys`, `sizes` that do not add up to the number of keys (or hold a size below 1), or `batch_timeout_s`
+  <= 0;
   for `request_epoch` with `paths`, `labels` and `keys` of different lengths or `batch_size` < 1. A job that
   delivers nothing at all within `batch_timeout_s` of being requested (no service at the address, every worker
   gone) makes `exactly_once` raise TimeoutError naming how many keys are missing and the deadline; an exception

@@ -20,9 +20,10 @@ def test_request_epoch_registers_a_new_dynamic_job(grade):
 @pytest.mark.step(1, "decode elsewhere")
 def test_request_epoch_delivers_the_right_crops(grade):
     """With distribute handing the dataset back, request_epoch's dataset run here for keys out of order and apart
-    (batches of 3), ten keys in batches of 5 with labels given 100 above the folder's, three keys in batches of 8 and
-    two in batches of 1: the keys in the order given, batches of batch_size with the last one short, the labels
-    given, uint8 crops within the course's tolerance of the reference."""
+    (batches of 3), ten keys in batches of 5 with labels given 100 above the folder's, three keys in batches of 8,
+    two in batches of 1, and one file of every kind of the train split (progressive, CMYK, grayscale, a PNG named
+    .jpg, ...) in batches of 4: the keys in the order given, batches of batch_size with the last one short, the
+    labels given, uint8 crops within the course's tolerance of the reference."""
     grade()
 
 

@@ -47,6 +47,7 @@ CALL_TIMEOUT_S = 60.0               # for any one local call (a TensorFlow datas
 # Step 1: (keys, batch size, label shift): keys out of order and apart, an exact multiple, a short epoch, batches of
 # one; labels shifted by 100 in one case, so that a label read from the folder shows.
 CROP_CASES = (([3, 1, 4, 15, 9, 2, 6], 3, 0), (list(range(10, 20)), 5, 100), ([7, 0, 5], 8, 0), ([12, 8], 1, 0))
+KINDS_SAMPLED = 12                  # then one file of every kind of the train split among 12 spread over it
 
 # Step 2: epochs that no world size below divides, one that several do, one with a rank of one key.
 PLAN_SIZES = (17, 23, 30, 5)
@@ -139,7 +140,8 @@ def _the_call(recorder: DistributeRecorder, what: str) -> dict[str, Any]:
         "the grader can record it), so no job of the service would ever be asked for.")
     assert len(recorder.calls) == 1, f"{what}: request_epoch called distribute {len(recorder.calls)} times, not once."
     call = recorder.calls[0]
-    assert "dataset" in call, f"{what}: distribute(...) was called, but what it returned was never applied to a dataset."
+    assert "dataset" in call, (
+        f"{what}: distribute(...) was called, but what it returned was never applied to a dataset.")
     return call
 
 
@@ -176,10 +178,18 @@ def request_epoch_registers_a_new_dynamic_job(ex: ModuleType) -> None:
         "for the keys still missing reads a job that has already ended, and gets nothing.")
 
 
+def every_kind_of_file() -> list[int]:
+    """The keys of one train file of each kind the dataset holds (progressive, CMYK, grayscale, a PNG named .jpg,
+    ...): sample k is the split's k-th file."""
+    every = dataset_samples("train")
+    return [every.index(sample) for sample in dataset_samples("train", KINDS_SAMPLED)]
+
+
 def request_epoch_delivers_the_right_crops(ex: ModuleType) -> None:
-    for keys, batch_size, shift in CROP_CASES:
+    for keys, batch_size, shift in (*CROP_CASES, (every_kind_of_file(), 4, 0)):
         dataset, recorder, chosen = _request(ex, keys, batch_size, shift)
-        what = (f"request_epoch over keys {keys} in batches of {batch_size}" + (f", labels given +{shift}" * bool(shift))
+        what = (f"request_epoch over keys {keys} in batches of {batch_size}"
+                + (f", labels given +{shift}" * bool(shift))
                 + " (run here, distribute handing the dataset back)")
         _the_call(recorder, what)
         batches = within(CALL_TIMEOUT_S, what, lambda: [tuple(np.asarray(part) for part in batch)
@@ -391,7 +401,8 @@ def batches_follow_the_plan_and_keep_samples_whole(ex: ModuleType) -> None:
             return in_batches(shuffled, job_batch)
 
         service = ScriptedService(script)
-        what = f"exactly_once over {count} keys, planned in batches of {sizes}, from a job sending batches of {job_batch}"
+        what = (f"exactly_once over {count} keys, planned in batches of {sizes}, from a job sending batches of "
+                f"{job_batch}")
         batches = _read(ex, service, keys, sizes, DEADLINE_S, what)
         _assert_exactly_once(batches, keys, sizes, what)
         arrived = [key for _, _, sent in service.sent for key in sent]
@@ -513,7 +524,8 @@ def closing_early_stops_the_job(ex: ModuleType) -> None:
 def _refused(call: Callable[[], Any], what: str, kind: type[BaseException] = ValueError) -> BaseException:
     error = raised_by(lambda: within(CALL_TIMEOUT_S, what, call))
     assert isinstance(error, kind), (
-        f"{what}: {'it returned' if error is None else f'raised {type(error).__name__}: {error}'}, not {kind.__name__}.")
+        f"{what}: {'it returned' if error is None else f'raised {type(error).__name__}: {error}'}, not "
+        f"{kind.__name__}.")
     return error
 
 

@@ -120,8 +120,9 @@ def ranks_epoch(spec: ServiceSpec, samples: list[Sample], ledger: Ledger, folder
     `plan`), then its batches come from `exactly_once(request, keys, sizes)`, `request(keys)` being the module's
     `request_epoch` over those keys at this sandbox's dispatcher. Every batch is written as it arrives (with its
     rank, keys, labels, shape and dtype); the trainer's CPU time and the images are counted from the first batch of
-    any rank to the end (`epoch ended`: the jobs' start-up left out, as `train_epoch` leaves it out); once every rank has ended, the crop of every PIXEL_EVERY-th key is compared
-    with the reference (`pixels`), so that it costs the epoch nothing. With `measure_local`, the trainer first decodes
+    any rank to the end (`epoch ended`: the jobs' start-up left out, as `train_epoch` leaves it out); once every rank
+    has ended, the crop of every PIXEL_EVERY-th key is compared with the reference (`pixels`), so that it costs the
+    epoch nothing. With `measure_local`, the trainer first decodes
     the epoch itself (`decoded here`: its CPU seconds), the figure its CPU per image in the ranks' epoch is set
     against."""
     import numpy as np

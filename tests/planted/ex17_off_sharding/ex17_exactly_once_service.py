@@ -1,4 +1,5 @@
-"""Planted: ShardingPolicy.OFF, each worker serving the whole dataset (more throughput, duplicates left to exactly_once)."""
+"""Planted: ShardingPolicy.OFF, each worker serving the whole dataset (more throughput, duplicates left to
+exactly_once)."""
 
 from __future__ import annotations
 
