@@ -98,6 +98,12 @@ def test_read_lock_rejects_an_unpinned_line(tmp_path: Path) -> None:
         read_lock(lock)
 
 
+def test_read_lock_names_a_pin_with_extras_by_its_package(tmp_path: Path) -> None:
+    direct = tmp_path / "requirements.in"
+    direct.write_text("ray[data]==2.60.0\n")
+    assert read_lock(direct) == [install.Pin("ray", "2.60.0", None)]
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_makefile_passes_wheels_and_installer_on() -> None:
     out = subprocess.run(["make", "-n", "--no-print-directory", "-B", ".venv/.installed", "WHEELS=/usb/wheels", "INSTALLER=pip"],

@@ -100,7 +100,8 @@ def normalise(name: str) -> str:
 
 
 def read_lock(path: Path = LOCK) -> list[Pin]:
-    """Every pin of a lock file; a line that is not `name==version [; marker]` is an error."""
+    """Every pin of a lock file or of requirements.in; a line that is not `name[extras]==version [; marker]` is an
+    error. Extras are dropped: the packages they bring have pins of their own in the lock."""
     pins = []
     for number, raw in enumerate(path.read_text().splitlines(), 1):
         line = raw.split("#")[0].strip()
@@ -110,7 +111,7 @@ def read_lock(path: Path = LOCK) -> list[Pin]:
         name, sep, version = (part.strip() for part in requirement.partition("=="))
         if not sep or not version:
             raise ValueError(f"{path.name}:{number}: {raw!r} is not pinned as name==version")
-        pins.append(Pin(normalise(name), version, marker or None))
+        pins.append(Pin(normalise(name.partition("[")[0]), version, marker or None))
     return pins
 
 
