@@ -1,16 +1,34 @@
-"""Reading back a ledger that processes write one JSON line at a time while they may be killed mid-line.
+"""Ledgers: what processes write one JSON line at a time while they may be killed mid-line, and what they received.
 
-The course's multi-process runs (`loaderlab.elastic`'s ranks and controller, `loaderlab.dataservice`'s trainer) each
-append one JSON object per line as things happen, so that a process killed on purpose keeps what came before; the
-side that reads them skips the partial last line such a kill leaves.
+The course's multi-process runs (`loaderlab.elastic`'s ranks and controller, `loaderlab.dataservice`'s trainer,
+`loaderlab.raydata`'s driver) each append one JSON object per line as things happen (`Ledger`), so that a process
+killed on purpose keeps what came before; the side that reads them (`read_json_lines`) skips the partial last line
+such a kill leaves. `Visitation` counts how often each sample key of an epoch arrived.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+
+class Ledger:
+    """An epoch's records, one JSON line each with its time `t` and `kind`, written as they happen (line-buffered: a
+    process killed keeps what came before)."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "a", buffering=1)
+
+    def add(self, kind: str, **fields: Any) -> None:
+        self._file.write(json.dumps({"t": time.time(), "kind": kind, **fields}) + "\n")
+
+    def event(self, event: str, **fields: Any) -> None:
+        self.add("event", event=event, **fields)
 
 
 def read_json_lines(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -26,3 +44,25 @@ def read_json_lines(paths: Sequence[Path]) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
     return records
+
+
+@dataclass(frozen=True)
+class Visitation:
+    """How often each of an epoch's samples arrived: `once`, `more` (twice or more), `never` (keys), and the
+    `delivered` total."""
+
+    delivered: int
+    once: int
+    more: int
+    never: list[int]
+
+    @classmethod
+    def count(cls, keys: Iterable[int], num_samples: int) -> Visitation:
+        """The visitation of an epoch of keys 0..num_samples-1, from every key received (repeats included)."""
+        counts = Counter(keys)
+        return cls(sum(counts.values()), sum(1 for c in counts.values() if c == 1),
+                   sum(1 for c in counts.values() if c > 1), [k for k in range(num_samples) if k not in counts])
+
+    def __str__(self) -> str:
+        return (f"{self.delivered} delivered: {self.once} samples once, {self.more} twice or more, "
+                f"{len(self.never)} never")
