@@ -24,7 +24,7 @@ from loaderlab.paths import REPO_ROOT
 from loaderlab.tar_shards import sample_key
 
 BATCH = 64
-SERVICE_WORKERS = 2   # the tf.data service entry's worker processes
+SERVICE_WORKERS = 2   # the tf.data service entry's workers
 PEERS_FILE = REPO_ROOT / "requirements-peers.txt"  # what `make league-peers` installs
 PEERS_COMMAND = "make league-peers"
 
@@ -134,10 +134,10 @@ class _ServedEpochs:
 
 
 def tfdata_service(setup: Setup) -> Iterable[Any]:
-    """tf.data service: a dispatcher and SERVICE_WORKERS worker processes, started once in this process's sandbox, read,
-    decode and crop (DYNAMIC sharding, in any order, with keys); this process, the trainer, only receives the batches.
-    The workers stand for other machines: the host's CPU the league counts leaves them out
-    (`league.table.host_cpu_seconds`)."""
+    """tf.data service: a dispatcher and SERVICE_WORKERS workers (`loaderlab.dataservice.servers.start_cluster`),
+    started once in this process's sandbox, read, decode and crop (DYNAMIC sharding, in any order, with keys); this
+    process, the trainer, only receives the batches. The workers stand for other machines: the host's CPU the league
+    counts leaves them out (`league.table.host_cpu_seconds`)."""
     _service_cluster()
     return _ServedEpochs(setup)
 
@@ -146,10 +146,10 @@ def tfdata_service(setup: Setup) -> Iterable[Any]:
 def _service_cluster() -> list[Any]:
     import tempfile
 
-    from loaderlab.dataservice.servers import start_dispatcher, start_worker
+    from loaderlab.dataservice.servers import start_cluster
 
     logs = Path(tempfile.mkdtemp(prefix="loaderlab-league-service-"))
-    return [start_dispatcher(logs), *(start_worker(logs, number) for number in range(SERVICE_WORKERS))]
+    return start_cluster(logs, SERVICE_WORKERS)
 
 
 def seeds_tfdata(setup: Setup) -> Iterable[Any]:

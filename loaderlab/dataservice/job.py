@@ -8,9 +8,10 @@
 - **The parts.** The trainer is a process of its own that only consumes batches (`loaderlab.dataservice.trainer`):
   its CPU time per image is what moving the decoding elsewhere takes off the host. With `workers=0` it decodes the
   images itself (a tf.data pipeline on its own cores); otherwise it reads from a tf.data service job: a dispatcher
-  and `workers` worker processes (`loaderlab.dataservice.servers`) that read the files and, with
-  `decode_in="workers"`, decode and crop them (the course's `loaderlab.tfdata.decode_center_crop`), or, with
-  `decode_in="trainer"`, ship the encoded bytes for the trainer to decode.
+  and `workers` workers (processes of `loaderlab.dataservice.servers`, the last of two or more in the dispatcher's)
+  that read the files and, with `decode_in="workers"`, decode and crop them (the course's
+  `loaderlab.tfdata.decode_center_crop`), or, with `decode_in="trainer"`, ship the encoded bytes for the trainer to
+  decode.
 - **Loopback only.** tf.data service's servers listen on every interface and run whatever dataset graph is
   registered with them, unauthenticated, so they run only in `loaderlab.sandbox`, where loopback is the only
   interface; `ServiceResult.listeners` and `.interfaces` are what the sandbox held meanwhile. Where no sandbox can be
@@ -113,7 +114,7 @@ class ServiceResult:
     timed_out: bool = False
 
     def batches(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["kind"] == "batch"]
+        return self.records_of("batch")
 
     def keys(self) -> list[int]:
         """Every sample key the trainer received, in arrival order."""
@@ -126,7 +127,8 @@ class ServiceResult:
                           [k for k in range(self.spec.num_samples) if k not in counts])
 
     def event(self, name: str) -> dict[str, Any] | None:
-        return next((r for r in self.records if r["kind"] == "event" and r["event"] == name), None)
+        """The first `name` event, or None."""
+        return next(iter(self.events(name)), None)
 
     def rank_batches(self, rank: int) -> list[dict[str, Any]]:
         """Rank `rank`'s batches in the order it yielded them (exercise 17's ranks: `keys`, `labels`, `shape`,

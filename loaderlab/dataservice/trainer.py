@@ -1,12 +1,12 @@
 """The trainer's process, inside the sandbox: `python -m loaderlab.dataservice.trainer FOLDER`.
 
-It starts the servers once (a dispatcher and as many workers as the most any epoch asks for, each a process of
-`loaderlab.dataservice.servers`), then reads the folder's epochs one after the other from them (or decodes the images
-itself for an epoch with no workers), strikes each epoch's fault, and writes each epoch's ledger: every batch's keys
-and labels as it arrives, and the events. The workers' addresses are fixed in the dispatcher whatever the policies,
-so that a static policy can run beside the others. A watchdog ends the process with status 124 (`time limit` in the
-epoch's ledger) once an epoch has run its `timeout_s`: a trainer waiting for a lost worker can wait forever, so an
-epoch that may wait goes last.
+It starts the servers once (a dispatcher and as many workers as the most any epoch asks for, processes of
+`loaderlab.dataservice.servers`: worker 0 in one of its own, the last of two or more in the dispatcher's), then reads
+the folder's epochs one after the other from them (or decodes the images itself for an epoch with no workers),
+strikes each epoch's fault, and writes each epoch's ledger: every batch's keys and labels as it arrives, and the
+events. The workers' addresses are fixed in the dispatcher whatever the policies, so that a static policy can run
+beside the others. A watchdog ends the process with status 124 (`time limit` in the epoch's ledger) once an epoch has
+run its `timeout_s`: a trainer waiting for a lost worker can wait forever, so an epoch that may wait goes last.
 
 An epoch with `hooks` (exercise 17) is read by `world_size` ranks, each a thread of this process calling the hooks
 module (`ranks_epoch`). The process ends with `os._exit` once the ledgers are written: a job the hooks abandoned
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from loaderlab.dataservice.job import ServiceSpec, ledger_file, read_specs
-from loaderlab.dataservice.servers import SERVICE, start_dispatcher, start_worker
+from loaderlab.dataservice.servers import SERVICE, start_cluster, start_worker
 from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
 from loaderlab.paths import dataset_dir
 
@@ -50,8 +50,9 @@ class Ledger:
 
 
 class Fault:
-    """An epoch's fault: worker 0 SIGKILLed once `spec.kill_after` samples have arrived (counted over every rank), then
-    started again at its own address if `spec.restart` (`workers[0]` replaced)."""
+    """An epoch's fault: worker 0's process (its own: `start_cluster`) SIGKILLed once `spec.kill_after` samples have
+    arrived (counted over every rank), then started again at its own address if `spec.restart` (`workers[0]`
+    replaced)."""
 
     def __init__(self, spec: ServiceSpec, folder: Path, ledger: Ledger, workers: list) -> None:
         self.spec, self.folder, self.ledger, self.workers = spec, folder, ledger, workers
@@ -122,9 +123,8 @@ def ranks_epoch(spec: ServiceSpec, samples: list[Sample], ledger: Ledger, folder
     rank, keys, labels, shape and dtype); the trainer's CPU time and the images are counted from the first batch of
     any rank to the end (`epoch ended`: the jobs' start-up left out, as `train_epoch` leaves it out); once every rank
     has ended, the crop of every PIXEL_EVERY-th key is compared with the reference (`pixels`), so that it costs the
-    epoch nothing. With `measure_local`, the trainer first decodes
-    the epoch itself (`decoded here`: its CPU seconds), the figure its CPU per image in the ranks' epoch is set
-    against."""
+    epoch nothing. With `measure_local`, the trainer first decodes the epoch itself (`decoded here`: its CPU seconds),
+    the figure its CPU per image in the ranks' epoch is set against."""
     import numpy as np
 
     from loaderlab.dataservice.pipeline import served_epoch
@@ -209,8 +209,7 @@ def train(folder: Path) -> int:
     most = max(spec.workers for spec in specs)
     workers = []
     if most:
-        start_dispatcher(folder, static_workers=most)
-        workers = [start_worker(folder, number) for number in range(most)]
+        workers = start_cluster(folder, most, fixed_addresses=True)
         ledgers[0].event("servers started", workers=[w.pid for w in workers])
         wait_for_workers(most, samples[0], ledgers[0])
     for spec, ledger in zip(specs, ledgers):
