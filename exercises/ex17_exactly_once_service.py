@@ -17,7 +17,7 @@ status:
 Hints: `make hint EX=ex17` (LEVEL=1 to 5, from a nudge to nearly the answer).
 
 How the course runs it (step 4): a trainer process with `world_size` ranks, each a thread, in the course's sandbox
-(its servers listen on loopback alone there) beside a dispatcher and two worker processes. Each rank calls
+(its servers listen on loopback alone there) beside a dispatcher and two workers. Each rank calls
 `keys, sizes = rank_plan(num_samples, rank, world_size, batch_size)`, then iterates
 `exactly_once(request, keys, sizes)`, where `request(wanted)` returns
 `request_epoch(service, paths, labels, wanted, batch_size)` for the files and labels of those keys. The grader kills a

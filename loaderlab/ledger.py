@@ -18,14 +18,15 @@ from typing import Any
 
 
 class Ledger:
-    """An epoch's records, one JSON line each with its time `t` and `kind`, written as they happen (line-buffered: a
-    process killed keeps what came before)."""
+    """Records appended to `path`, one JSON line each with its time `t`, its `kind`, the `common` fields and its own,
+    written as they happen (line-buffered: a process killed keeps what came before)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, **common: Any) -> None:
         self._file = open(path, "a", buffering=1)
+        self.common = common
 
     def add(self, kind: str, **fields: Any) -> None:
-        self._file.write(json.dumps({"t": time.time(), "kind": kind, **fields}) + "\n")
+        self._file.write(json.dumps({"t": time.time(), "kind": kind, **self.common, **fields}) + "\n")
 
     def event(self, event: str, **fields: Any) -> None:
         self.add("event", event=event, **fields)

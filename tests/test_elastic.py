@@ -4,8 +4,6 @@ without failures, is graded by exercise 16's checks, on its solution (in the sam
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,8 +11,7 @@ import psutil
 import pytest
 
 from loaderlab.elastic.job import Fault, JobSpec, run_job, sandbox_unavailable
-from loaderlab.processes import python_environment
-from owners import assert_child_gone_with_its_killed_owner  # tests/ is on sys.path
+from owners import assert_child_gone_with_its_killed_owner, start_owner  # tests/ is on sys.path
 
 needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
                                    reason=f"no sandbox here: {sandbox_unavailable()}")
@@ -23,29 +20,17 @@ GONE_WITHIN_S = 20.0   # the sandbox's guardian: 5 s of grace, then SIGKILL; the
 STARTED_WITHIN_S = 90  # two agents and two ranks importing torch on 2 busy cores
 AGENT_JOB_TIMEOUT_S = 30.0   # a job of 40 samples took 15 s here; past it the surviving agent waits in its exit barrier
 
-# An owner that runs a job in a thread, prints the pids of every process under it once a rank has begun a step, and
-# waits to be killed.
-OWNER = """
-import json, os, sys, threading, time
-from pathlib import Path
-import psutil
+# The job its owner starts (tests/owners.py): an epoch too long to end while the test runs.
+RUN = """
 from loaderlab.elastic.job import JobSpec, run_job
-folder = Path(sys.argv[1])
 threading.Thread(target=run_job, args=(JobSpec(hooks="ex16_elastic_epochs", path=("solutions",), num_samples=4000,
                  step_time_s=0.05, timeout_s=600), folder), daemon=True).start()
-deadline = time.monotonic() + float(sys.argv[2])
-while not any('"begin"' in p.read_text() for p in folder.glob("ledger/*.jsonl")):
-    assert time.monotonic() < deadline, "no rank began a step"
-    time.sleep(0.1)
-print(" ".join(str(p.pid) for p in psutil.Process().children(recursive=True)), flush=True)
-time.sleep(600)
 """
 
 
 @needs_sandbox
 def test_a_killed_owner_leaves_no_process_of_its_job(tmp_path: Path) -> None:
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path), str(STARTED_WITHIN_S)],
-                             stdout=subprocess.PIPE, text=True, env=python_environment())
+    owner = start_owner(RUN, tmp_path, "ledger/*.jsonl", '"begin"', STARTED_WITHIN_S)
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
 
 

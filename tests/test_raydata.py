@@ -7,46 +7,31 @@ Ray sandbox costs about 30 s of the suite's budget)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from loaderlab.ledger import Visitation
-from loaderlab.processes import python_environment
 from loaderlab.raydata.job import RayEpoch, RayResult
 from loaderlab.sandbox import unavailable as sandbox_unavailable
-from owners import assert_child_gone_with_its_killed_owner  # tests/ is on sys.path
+from owners import assert_child_gone_with_its_killed_owner, start_owner  # tests/ is on sys.path
 
 needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
                                    reason=f"no sandbox here: {sandbox_unavailable()}")
 GONE_WITHIN_S = 20.0     # the sandbox's guardian: 5 s of grace, then SIGKILL; the PID namespace goes with its first process
 STARTED_WITHIN_S = 90    # ray.init took 7-12 s on 2 cores
 
-# An owner that runs an epoch too long to end in a thread, prints the pids under it once the first batch arrived, and
-# waits to be killed.
-OWNER = """
-import sys, threading, time
-from pathlib import Path
-import psutil
+# The run its owner starts (tests/owners.py): an epoch too long to end while the test runs.
+RUN = """
 from loaderlab.raydata.job import RayEpoch, run_ray_epochs
-folder = Path(sys.argv[1])
 threading.Thread(target=run_ray_epochs, args=([RayEpoch(num_samples=4000, timeout_s=600)], folder),
                  daemon=True).start()
-deadline = time.monotonic() + float(sys.argv[2])
-while not any('"batch"' in p.read_text() for p in folder.glob("ledger-*.jsonl")):
-    assert time.monotonic() < deadline, "no batch arrived"
-    time.sleep(0.1)
-print(" ".join(str(p.pid) for p in psutil.Process().children(recursive=True)), flush=True)
-time.sleep(600)
 """
 
 
 @needs_sandbox
 def test_a_killed_owner_leaves_no_process_of_its_ray_cluster(tmp_path: Path) -> None:
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path), str(STARTED_WITHIN_S)],
-                             stdout=subprocess.PIPE, text=True, env=python_environment())
+    owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"batch"', STARTED_WITHIN_S)
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
 
 

@@ -2,7 +2,7 @@
 service: `request_epoch` with `tf.data.experimental.service.distribute` replaced by a recorder that hands the dataset
 back as it is (so that it runs here), `rank_plan` against the rule, `exactly_once` against scripted services whose
 jobs lose, repeat, fall silent, end early, fail or never answer. Step 4 runs the course's trainer on the real service
-(`loaderlab.dataservice`: a dispatcher and two worker processes in the course's sandbox, two ranks as threads of the
+(`loaderlab.dataservice`: a dispatcher and two workers in the course's sandbox, two ranks as threads of the
 trainer calling the exercise's names) and reads the ledger of what each rank received:
   1 decode elsewhere: a new DYNAMIC job per call, decoded crops handed to distribute; the right keys, labels and
     pixels, in the order given, in batches of batch_size;

@@ -36,17 +36,16 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from loaderlab.ledger import read_json_lines
+from loaderlab.ledger import Visitation, read_json_lines
 from loaderlab.paths import REPO_ROOT
 from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 
-__all__ = ["ServiceResult", "ServiceSpec", "Visitation", "run_service", "run_services", "sandbox_unavailable"]
+__all__ = ["ServiceResult", "ServiceSpec", "run_service", "run_services", "sandbox_unavailable"]
 
 SPECS_FILE, TRAINER_LOG = "specs.json", "trainer.log"
 POLICIES = ("OFF", "DYNAMIC", "FILE", "DATA", "FILE_OR_DATA", "HINT")   # tf.data.experimental.service.ShardingPolicy
@@ -83,21 +82,6 @@ class ServiceSpec:
                              f"kill_after={self.kill_after}")
 
 
-@dataclass(frozen=True)
-class Visitation:
-    """How often each of the epoch's samples arrived: `once`, `more` (twice or more), `never` (keys), and the
-    `delivered` total."""
-
-    delivered: int
-    once: int
-    more: int
-    never: list[int]
-
-    def __str__(self) -> str:
-        return (f"{self.delivered} delivered: {self.once} samples once, {self.more} twice or more, "
-                f"{len(self.never)} never")
-
-
 @dataclass
 class ServiceResult:
     """What the trainer did in one epoch: the trainer's exit status and the time its sandbox ran (shared by the epochs
@@ -121,10 +105,7 @@ class ServiceResult:
         return [key for batch in self.batches() for key in batch["keys"]]
 
     def visitation(self) -> Visitation:
-        counts = Counter(self.keys())
-        return Visitation(sum(counts.values()), sum(1 for c in counts.values() if c == 1),
-                          sum(1 for c in counts.values() if c > 1),
-                          [k for k in range(self.spec.num_samples) if k not in counts])
+        return Visitation.count(self.keys(), self.spec.num_samples)
 
     def event(self, name: str) -> dict[str, Any] | None:
         """The first `name` event, or None."""

@@ -16,7 +16,6 @@ leaves a thread blocked inside TensorFlow, which the interpreter's exit would wa
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import signal
 import sys
@@ -24,29 +23,16 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any
 
 from loaderlab.dataservice.job import ServiceSpec, ledger_file, read_specs
 from loaderlab.dataservice.servers import SERVICE, start_cluster, start_worker
 from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
+from loaderlab.ledger import Ledger
 from loaderlab.paths import dataset_dir
 
 TIMED_OUT = 124
 READY_WITHIN_S = 60.0   # for every worker to register with the dispatcher (each imports TensorFlow first)
 PIXEL_EVERY = 7         # exercise 17's ranks: the crop of every 7th key is compared with the reference after the epoch
-
-
-class Ledger:
-    """An epoch's records, one JSON line each, written as they happen (a process killed keeps what came before)."""
-
-    def __init__(self, path: Path) -> None:
-        self._file = open(path, "a", buffering=1)
-
-    def add(self, kind: str, **fields: Any) -> None:
-        self._file.write(json.dumps({"t": time.time(), "kind": kind, **fields}) + "\n")
-
-    def event(self, event: str, **fields: Any) -> None:
-        self.add("event", event=event, **fields)
 
 
 class Fault:

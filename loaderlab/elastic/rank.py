@@ -22,19 +22,18 @@ The ledger: one JSON-lines file per process, `ledger/<pid>.jsonl`, one record pe
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import psutil
 import torch
 import torch.distributed as dist
 
 from loaderlab.elastic.job import CHECKPOINT_FILE, LEDGER_FOLDER, SPEC_FILE, JobSpec
+from loaderlab.ledger import Ledger
 
 FEATURES = 8
 LEARNING_RATE = 0.05
@@ -66,16 +65,6 @@ def train_step(model: torch.nn.Linear, optimizer: torch.optim.Optimizer, samples
     optimizer.step()
 
 
-class Ledger:
-    def __init__(self, folder: Path, **common: Any) -> None:
-        self._file = open(folder / f"{os.getpid()}.jsonl", "a", buffering=1)
-        self.common = common
-
-    def add(self, kind: str, **fields: Any) -> None:
-        self._file.write(json.dumps({"kind": kind, "t": time.time(), "pid": os.getpid(), **self.common, **fields})
-                         + "\n")
-
-
 def hangs_here(folder: Path, spec: JobSpec, rank: int, step: int) -> bool:
     """Whether this rank is the one a `hang_rank` fault stops at this step: the first to get there, once a job."""
     for number, fault in enumerate(spec.faults):
@@ -94,8 +83,8 @@ def run(folder: Path, hooks: ModuleType, spec: JobSpec, main_t: float) -> None:
     joined_t = time.time()
     attempt = torch.tensor([os.getpid() if world.rank == 0 else 0], dtype=torch.int64)
     dist.broadcast(attempt, src=0)
-    ledger = Ledger(folder / LEDGER_FOLDER, attempt=int(attempt.item()), rank=world.rank, world=world.world_size,
-                    restart=world.restart_count)
+    ledger = Ledger(folder / LEDGER_FOLDER / f"{os.getpid()}.jsonl", pid=os.getpid(), attempt=int(attempt.item()),
+                    rank=world.rank, world=world.world_size, restart=world.restart_count)
     torch.manual_seed(spec.seed)
     model = torch.nn.Linear(FEATURES, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)
