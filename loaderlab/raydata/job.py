@@ -13,15 +13,15 @@
   through the block (what the kernel's out-of-memory killer or a lost machine does to a worker); Ray Data retries a
   failed task `max_retries` times (Ray Data's own default, -1, without limit). Each attempt's start is written to the
   folder's attempts file by the task itself, so the count of runs per block is read, not inferred.
-- **Loopback only.** Ray's processes listen on the node's address, found from the machine's host name where no route
-  leads outside, and Ray has a history of unauthenticated APIs exposed on the network (CVE-2023-48022): the cluster
-  runs only in `loaderlab.sandbox`, with `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` (the node address is then loopback,
-  whatever the host name resolves to), usage statistics off and the dashboard not started. HOME is `folder`'s
-  `home` (Ray writes its authentication token under it), and Ray's session files go to a short temporary folder of
-  the run (a Unix socket's path must stay under 108 bytes), removed after it (an owner killed leaves it, about
-  0.5 MB, as it leaves `folder`).
-  `RayResult.listeners` and `.interfaces` are what the sandbox held meanwhile; where no sandbox can be made,
-  `loaderlab.sandbox.unavailable()` says why and nothing is started.
+- **Loopback only.** Ray's processes listen on the node's address, the one a route to an outside address would leave
+  from or, with no route, the host name's (`ray._private.services.get_node_ip_address`), and Ray has a history of
+  unauthenticated APIs exposed on the network (CVE-2023-48022): the cluster runs only in `loaderlab.sandbox`, with
+  `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` (the node address is then loopback, whatever the host name resolves to), usage
+  statistics off and the dashboard not started. HOME is `folder`'s `home` (Ray writes its authentication token under
+  it), and Ray's session files go to a short temporary folder of the run (a Unix socket's path must stay under 108
+  bytes), removed after it (an owner killed leaves it, about 0.5 MB, as it leaves `folder`). `RayResult.listeners` and
+  `.interfaces` are what the sandbox held meanwhile; where no sandbox can be made, `loaderlab.sandbox.unavailable()`
+  says why and nothing is started.
 - **Nothing left running.** The sandbox ends with the driver, its time limit and its owner (SIGKILL included); the
   kernel ends every process of its PID namespace, Ray's too. `RayResult.left_running` lists the processes still
   naming the run's temporary folder on their command line once the sandbox has ended (Ray's processes carry it on
