@@ -122,6 +122,7 @@ class Comparison:
     unit: str = "items"
     target: float | None = None
     free_cores: float | None = None  # measured in the same run, where the target depends on cores
+    ceiling: float | None = None     # the median ratio of `compare`'s `ceiling` to the baseline, where one was given
     rounds_planned: int | None = None
 
     @property
@@ -175,6 +176,8 @@ def compare(
     baseline_name: str = "baseline",
     target: float | None = None,
     target_for_free_cores: Callable[[float], float] | None = None,
+    ceiling: MakeIterable | None = None,
+    target_for_ceiling: Callable[[float], float] | None = None,
     unit: str = "items",
     **measure_kwargs: Any,
 ) -> Comparison:
@@ -189,24 +192,37 @@ def compare(
     Where the gain depends on cores, give `target_for_free_cores` instead of `target`: the
     cores free for work are measured before and after the rounds (`machine.free_cores`),
     and the target is that function of the lower figure, so a busy machine asks less.
+
+    Where the gain is bounded by what the machine gives this very work, give `ceiling` (a plain way of doing the
+    candidate's work) and `target_for_ceiling` instead: each round measures the ceiling too, after the candidate,
+    and the target is that function of the median of its ratios to the baseline. All rounds then run.
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
+    if (ceiling is None) != (target_for_ceiling is None):
+        raise ValueError("give ceiling and target_for_ceiling together")
     free = free_cores() if target_for_free_cores else None
     if target_for_free_cores and free is not None:
         target = target_for_free_cores(free)
     for _ in range(warmup_rounds):
         measure(baseline, **measure_kwargs)
         measure(candidate, **measure_kwargs)
+        if ceiling is not None:
+            measure(ceiling, **measure_kwargs)
     base_ips: list[float] = []
     cand_ips: list[float] = []
     ratios: list[float] = []
+    ceiling_ratios: list[float] = []
     while len(ratios) < rounds:
         base = measure(baseline, **measure_kwargs).items_per_s
         cand = measure(candidate, **measure_kwargs).items_per_s
         base_ips.append(base)
         cand_ips.append(cand)
         ratios.append(cand / base if base > 0 else float("inf"))
+        if ceiling is not None:
+            top = measure(ceiling, **measure_kwargs).items_per_s
+            ceiling_ratios.append(top / base if base > 0 else float("inf"))
+            continue
         if len(ratios) < rounds and not verdict_settled(ratios, rounds, target):
             continue
         if target_for_free_cores and free is not None:
@@ -216,6 +232,8 @@ def compare(
             target = target_for_free_cores(free)
         if len(ratios) == rounds or verdict_settled(ratios, rounds, target):
             break
+    if target_for_ceiling is not None:
+        target = target_for_ceiling(statistics.median(ceiling_ratios))
     return Comparison(
         name=name,
         baseline_name=baseline_name,
@@ -229,5 +247,6 @@ def compare(
         unit=unit,
         target=target,
         free_cores=free,
+        ceiling=statistics.median(ceiling_ratios) if ceiling_ratios else None,
         rounds_planned=rounds,
     )

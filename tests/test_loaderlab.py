@@ -102,6 +102,16 @@ def test_a_lower_free_core_target_unsettles_a_failing_verdict(monkeypatch: pytes
     assert result.rounds == 2
 
 
+def test_a_ceiling_is_measured_in_every_round_and_sets_the_target() -> None:
+    order: list[str] = []
+    result = bench.compare(tagged(order, "b", 0.008), tagged(order, "c", 0.004), rounds=3, warmup_rounds=1,
+                           ceiling=tagged(order, "p", 0.002), target_for_ceiling=lambda ceiling: ceiling / 2)
+    assert order == ["b", "c", "p"] * 4, "warm-up then baseline, candidate, ceiling in each round, all rounds run"
+    assert 2.5 < result.ceiling < 5.0 and result.target == result.ceiling / 2 and result.rounds == 3
+    with pytest.raises(ValueError, match="together"):
+        bench.compare(tagged(order, "b", 0.0), tagged(order, "c", 0.0), ceiling=tagged(order, "p", 0.0))
+
+
 # ---- sim and trace --------------------------------------------------------------------
 
 def test_slow_storage_waits_per_request(tmp_path: Path) -> None:

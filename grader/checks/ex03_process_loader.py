@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import mmap
+import multiprocessing
 import os
 import signal
 import time
@@ -37,14 +38,18 @@ IMAGE_BYTES = CROP * CROP * 3
 GIL_ITERATIONS = 150_000   # one pass of gil_bound_transform: about 11 ms of pure Python per image
 GIL_REPEATS = 3            # three passes: the transform dominates the 5 ms decode
 GIL_SAMPLES = 96           # enough work per epoch that starting workers (about 0.2 s under spawn) stays small
-# target = 0.9 + 0.5 x (free cores - 1), the cores free while timing (loaderlab.machine.free_cores): 1.4x on an idle
-# 2-core machine, where with 96 images the solution measured 1.95-1.98x under fork and 1.73-1.78x under spawn (ci and
-# workshop) and a planted single worker 0.95-1.00x. A naive single worker stays near 1.0x whatever is free, so the
-# target must rise above it quickly: it does from 1.2 free cores on. (0.6 x free cores, the first rule, let the single
-# worker pass at 1.5 free, measured in a fresh clone's run.) With one busy program beside it, 1.0-1.45 cores were free
-# and the solution measured 1.00-1.04x against 0.9-1.1x: the scheduler often leaves both workers on one core.
-GIL_TARGET_AT_ONE_FREE_CORE = 0.9
-GIL_TARGET_PER_FREE_CORE = 0.5
+# target = 1 + GIL_TARGET_SHARE x (ceiling - 1), where the ceiling is what this machine gives this very transform in
+# the same rounds: a plain multiprocessing pool of `cores` processes (the start method the loader gets) against this
+# process alone, over the same images (`_plain_pool`). The cores a spinning loop finds free (loaderlab.machine.
+# free_cores) overstate it where cores share a physical core, memory or a hypervisor: on the 2-core development
+# machine 2.0 were free while the transform got 1.74-1.89x from the pool and the solution 1.42-1.51x (the earlier
+# rule's 1.40x target failed it in a fresh clone's run). Measured under fork, ci, 7 December: the solution 1.51x against a
+# ceiling of 1.85 idle, 1.11x against 1.36 with two busy loops beside it (a third such run found a ceiling under
+# GIL_CEILING_TO_TIME and skipped); the planted single worker 0.80x (ceiling 1.89) idle and 0.76x busy. A share of
+# 0.15 asks 1.13x idle and 1.05x in the busy run: the solution passes both, anything that runs the transform in one
+# process fails.
+GIL_TARGET_SHARE = 0.15
+GIL_CEILING_TO_TIME = 1.15  # below it, parallel and single cannot be told apart: the timing is skipped, saying why
 POOL_SAMPLES = 192
 # uint8 through shared memory vs Pool.map of float32 (loaderlab.baselines.naive_pool_batches), 2 cores, 192 images:
 # the solution measured 2.05x under fork and 1.54-1.76x under spawn (ci and workshop), and 1.60-1.81x with one busy
@@ -727,6 +732,22 @@ def _cores_to_time(ex: ModuleType, samples: list[Sample], why_skipped_on_one_cor
     return cores
 
 
+def _crop_and_transform(path: str, index: int, transform) -> np.ndarray:
+    """What the baseline does for one sample, in a pool's process."""
+    return transform(expected_crop(path), np.random.default_rng([SEED, 0, index]))
+
+
+def _plain_pool(samples: list[Sample], transform, batch_size: int, processes: int):
+    """The baseline's work done by a plain multiprocessing pool, started afresh like a loader's workers and with the
+    same start method: each process gets an equal share of the epoch up front, as a loader's workers get their batches
+    in turn, so that the slower one sets the pace. What this machine gives this work in parallel, right now."""
+    jobs = [(str(sample.path), i, transform) for i, sample in enumerate(samples)]
+    with multiprocessing.get_context().Pool(processes) as pool:
+        images = pool.starmap(_crop_and_transform, jobs, chunksize=-(-len(jobs) // processes))
+    for start in range(0, len(samples), batch_size):
+        yield np.stack(images[start:start + batch_size]), np.array([s.label for s in samples[start:start + batch_size]])
+
+
 def processes_beat_the_gil(ex: ModuleType) -> Comparison | None:
     samples = dataset_samples("train", GIL_SAMPLES)
     cores = _cores_to_time(ex, samples, "Processes cannot run the transform in parallel there, so no speed-up is possible.")
@@ -735,13 +756,20 @@ def processes_beat_the_gil(ex: ModuleType) -> Comparison | None:
     loader = ex.ProcessLoader
     transform = partial(_gil_heavy, iterations=GIL_ITERATIONS, repeats=GIL_REPEATS)
     with no_leaks("ProcessLoader", shared_memory=True):
-        return compare(
+        comparison = compare(
             lambda: _sequential(samples, transform, 8),
             lambda: loader(samples, transform, 8, cores, SEED),
             rounds=3, name=f"ProcessLoader, {cores} workers", baseline_name="sequential, one process",
-            target_for_free_cores=lambda free: GIL_TARGET_AT_ONE_FREE_CORE + GIL_TARGET_PER_FREE_CORE * (free - 1),
+            ceiling=lambda: _plain_pool(samples, transform, 8, cores),
+            target_for_ceiling=lambda ceiling: 1 + GIL_TARGET_SHARE * (ceiling - 1),
             unit="images", count=count_batch,
         )
+    if comparison.ceiling < GIL_CEILING_TO_TIME:
+        print(f"target skipped: a plain pool of {cores} processes ran this transform only {comparison.ceiling:.2f}x as "
+              "fast as one process on this machine now, too little to tell parallel work from single. Correctness is "
+              "graded; the timing is not.")
+        return None
+    return comparison
 
 
 def beats_a_naive_float32_pool(ex: ModuleType) -> Comparison | None:
