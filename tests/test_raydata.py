@@ -21,7 +21,8 @@ needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
 GONE_WITHIN_S = 20.0     # the sandbox's guardian: 5 s of grace, then SIGKILL; the PID namespace goes with its first process
 STARTED_WITHIN_S = 90    # ray.init took 7-12 s on 2 cores
 
-# The run its owner starts (tests/owners.py): an epoch too long to end while the test runs.
+# The run its owner starts (tests/owners.py): an epoch too long to end while the test runs; the owner is killed once
+# the cluster is up (`ray started` in the ledger).
 RUN = """
 from loaderlab.raydata.job import RayEpoch, run_ray_epochs
 threading.Thread(target=run_ray_epochs, args=([RayEpoch(num_samples=4000, timeout_s=600)], folder),
@@ -31,7 +32,7 @@ threading.Thread(target=run_ray_epochs, args=([RayEpoch(num_samples=4000, timeou
 
 @needs_sandbox
 def test_a_killed_owner_leaves_no_process_of_its_ray_cluster(tmp_path: Path) -> None:
-    owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"batch"', STARTED_WITHIN_S)
+    owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"ray started"', STARTED_WITHIN_S)
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
 
 
