@@ -77,20 +77,7 @@ UNTIMED = Phase("untimed: project tests (stubs graded in the hand-out) + graders
 # The notebooks leave the cores idle while they wait on their emulated networks and kernels, the spawn pass while its
 # checks wait on timeouts and new interpreters: run side by side they took 199 s, one after the other 157 + 84 s
 # (a fresh clone's `make test`, 2-core development machine, nothing else running, 2026-12-07).
-# The longest notebooks go first, so that the short ones fill in beside them rather than after them: their sandboxed
-# jobs took 102 s (11b, with Ray) and 89 s (11) of a fresh clone's notebook phase of 338 s (2026-12-07), and
-# pytest-xdist's default order (the most cells first) handed them out last.
-LONGEST_NOTEBOOKS = ("11b_input_service.ipynb", "11_elastic_training.ipynb")
-
-
-def notebooks_longest_first() -> tuple[str, ...]:
-    """Every notebook's path, LONGEST_NOTEBOOKS first, then the others in name order."""
-    names = sorted(path.name for path in (REPO_ROOT / "notebooks").glob("*.ipynb"))
-    return tuple(f"notebooks/{name}" for name in [*LONGEST_NOTEBOOKS, *(n for n in names if n not in LONGEST_NOTEBOOKS)])
-
-
-NOTEBOOKS = Phase("notebooks in the hand-out", ("--nbval-lax", "--nbval-current-env", *notebooks_longest_first(),
-                                               "--no-loadscope-reorder", "--durations=10"),
+NOTEBOOKS = Phase("notebooks in the hand-out", ("--nbval-lax", "--nbval-current-env", "notebooks/", "--durations=10"),
                   "", workers=2, dist="loadfile", in_handout=True, beside_next=True)
 SPAWN = Phase("graders' correctness on solutions under spawn",
               ("grader/", "--target", "solutions", "--start-method", "spawn", "--durations=10"),
