@@ -2,9 +2,9 @@
 
 It starts a local Ray cluster (`ray.init`: no dashboard, `CLUSTER_CPUS` task slots, Ray's files in RAY_TEMP), reads
 the folder's epochs one after the other (`loaderlab.raydata.job`'s module docstring), writes each epoch's ledger, and
-stops Ray. The map tasks write their own attempts. A watchdog ends the process with status 124 (`time limit` in the
-epoch's ledger) once an epoch has run its `timeout_s`: a rank can wait with no end for a split whose producer failed,
-so an epoch that may fail goes last.
+stops Ray. The map tasks write their own attempts. An epoch whose ranks have not all ended once it has run its
+`timeout_s` ends the process with status 124 (`time limit` in the epoch's ledger): a rank can wait with no end for a
+split whose producer failed, so an epoch that may fail goes last.
 """
 
 from __future__ import annotations
