@@ -19,9 +19,9 @@
   `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` (the node address is then loopback, whatever the host name resolves to), usage
   statistics off and the dashboard not started. HOME is `folder`'s `home` (Ray writes its authentication token under
   it), and Ray's session files go to a short temporary folder of the run (a Unix socket's path must stay under 108
-  bytes), removed after it (an owner killed leaves it, about 0.5 MB, as it leaves `folder`). `RayResult.listeners` and
-  `.interfaces` are what the sandbox held meanwhile; where no sandbox can be made, `loaderlab.sandbox.unavailable()`
-  says why and nothing is started.
+  bytes), removed after it (an owner killed leaves it, about 0.5 MB, as it leaves `folder`; its path is in `folder`'s
+  RAY_TEMP_NOTE). `RayResult.listeners` and `.interfaces` are what the sandbox held meanwhile; where no sandbox can be
+  made, `loaderlab.sandbox.unavailable()` says why and nothing is started.
 - **Nothing left running.** The sandbox ends with the driver, its time limit and its owner (SIGKILL included); the
   kernel ends every process of its PID namespace, Ray's too. `RayResult.left_running` lists the processes still
   naming the run's temporary folder on their command line once the sandbox has ended (Ray's processes carry it on
@@ -51,6 +51,7 @@ from loaderlab.sandbox import sandboxed
 __all__ = ["RayEpoch", "RayResult", "run_ray_epochs"]
 
 SPECS_FILE, ATTEMPTS_FILE, DRIVER_LOG = "specs.json", "attempts.jsonl", "driver.log"
+RAY_TEMP_NOTE = "ray-temp.txt"   # where the run's temporary folder is, for whoever cleans up after a killed owner
 CLUSTER_CPUS = 2              # task slots of the local cluster: two map tasks at once, like two service workers
 START_ALLOWANCE_S = 60.0      # ray.init and ray.shutdown: 7-12 s and 1-1.5 s on 2 cores (docs/module11-plan.md)
 ENVIRONMENT = {
@@ -151,6 +152,7 @@ def run_ray_epochs(specs: Sequence[RayEpoch], folder: Path) -> list[RayResult]:
     home = folder / "home"
     home.mkdir(exist_ok=True)
     ray_temp = Path(tempfile.mkdtemp(prefix="loaderlab-ray-"))
+    (folder / RAY_TEMP_NOTE).write_text(str(ray_temp))
     started = time.monotonic()
     try:
         with open(folder / DRIVER_LOG, "wb") as log, \
