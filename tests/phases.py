@@ -54,8 +54,7 @@ class Phase:
     workers: int = 1             # 1: one at a time, in one process (what measures speed); more: pytest-xdist
     dist: str = "worksteal"      # how pytest-xdist hands tests out ("loadfile": a notebook's cells together)
     in_handout: bool = False     # run in the hand-out, with only it importable (the notebooks, as a learner has them)
-    beside_next: bool = False    # start the next phase as this one starts: both run at once, and a run of such
-                                 # phases all beside the first that is not (untimed phases only)
+    beside_next: bool = False    # start the next phase as this one starts: both run at once (untimed phases only)
     settings: tuple[tuple[str, str], ...] = ()  # environment variables of this phase alone
 
     def command(self, python: str, collect_only: bool = False) -> list[str]:
@@ -74,23 +73,19 @@ class Phase:
 # spawn for the exercises that start processes. What measures speed runs last, alone.
 UNTIMED = Phase("untimed: project tests (stubs graded in the hand-out) + graders' correctness on solutions",
                 ("tests/", "grader/", "--target", "solutions", "--durations=20"),
-                "not timing and not throughput and not waits", workers=3)
+                "not timing and not throughput", workers=3)
 # The notebooks leave the cores idle while they wait on their emulated networks and kernels, the spawn pass while its
 # checks wait on timeouts and new interpreters: run side by side they took 199 s, one after the other 157 + 84 s
 # (a fresh clone's `make test`, 2-core development machine, nothing else running, 2026-12-07).
 NOTEBOOKS = Phase("notebooks in the hand-out", ("--nbval-lax", "--nbval-current-env", "notebooks/", "--durations=10"),
                   "", workers=2, dist="loadfile", in_handout=True, beside_next=True)
-# The project tests that mostly wait on processes they start, kill and watch end (the league's sandboxed entry, the
-# killed owners of modules 10-11): one at a time beside the notebooks, which leave the cores idle too.
-WAITS = Phase("project tests that wait on what they start", ("tests/", "--durations=10"), "waits and not timing",
-              beside_next=True)
 SPAWN = Phase("graders' correctness on solutions under spawn",
               ("grader/", "--target", "solutions", "--start-method", "spawn", "--durations=10"),
               "starts_processes and not throughput and not spawn_case_of_its_own and not spawn_covered_by", workers=2)
 TIMED = Phase("timed: project tests that time + graders' timed checks on solutions",
               ("tests/", "grader/", "--target", "solutions", "--results", ".grader/solutions.json", "--durations=15"),
               "(timing or throughput) and not target_proof")
-COURSE = (UNTIMED, NOTEBOOKS, WAITS, SPAWN, TIMED)
+COURSE = (UNTIMED, NOTEBOOKS, SPAWN, TIMED)
 # Another Python (README, Platforms): the graders' correctness on solutions/ and every notebook, as COURSE's untimed
 # phases run them, in the checkout (no hand-out).
 PYTHON = (replace(UNTIMED, title="graders' correctness on solutions", args=("grader/", "--target", "solutions",
@@ -199,7 +194,7 @@ def run_phases(phases: tuple[Phase, ...], record: Path, handout: Path | None, en
         log = record.with_name(f"{record.stem}-beside-{len(beside)}.log") if phase.beside_next else None
         started = [*beside, (phase, start(title, phase.command(python), cwd=where, env=phase_env, log=log))]
         if phase.beside_next:
-            beside = started
+            beside = started[-1:]
             continue
         beside = []
         failed += finish_all(started, record, named)

@@ -27,7 +27,6 @@ threading.Thread(target=run_service, args=(ServiceSpec(num_samples=100_000, time
 
 
 @needs_sandbox
-@pytest.mark.waits
 def test_a_killed_owner_leaves_no_process_of_its_service(tmp_path: Path) -> None:
     owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"batch"', STARTED_WITHIN_S)
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)

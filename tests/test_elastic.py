@@ -29,14 +29,12 @@ threading.Thread(target=run_job, args=(JobSpec(hooks="ex16_elastic_epochs", path
 
 
 @needs_sandbox
-@pytest.mark.waits
 def test_a_killed_owner_leaves_no_process_of_its_job(tmp_path: Path) -> None:
     owner = start_owner(RUN, tmp_path, "ledger/*.jsonl", '"begin"', STARTED_WITHIN_S)
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
 
 
 @needs_sandbox
-@pytest.mark.waits
 def test_a_killed_agent_leaves_no_process_once_its_job_ends(tmp_path: Path) -> None:
     """SIGKILL to one torchrun agent alone: its rank lives on (it runs in a session of its own) and trains the epoch to
     its end with the other; the other agent then waits for the lost one in its exit barrier (300 s, torchrun's

@@ -91,7 +91,6 @@ def test_gate_matches_keyed_batches_in_any_order(setup: league.Setup) -> None:
         league.gate(batches, samples, setup.batch_size)
 
 
-@pytest.mark.waits
 def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     """One round on 16 ci images: the planted peer is rejected, the candidate and the ceiling are ranked, each with
     the host's CPU per image, the learner's stub reads "not started", an absent peer names the command that adds it,

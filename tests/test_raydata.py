@@ -32,7 +32,6 @@ threading.Thread(target=run_ray_epochs, args=([RayEpoch(num_samples=4000, timeou
 
 
 @needs_sandbox
-@pytest.mark.waits
 def test_a_killed_owner_leaves_no_process_of_its_ray_cluster(tmp_path: Path) -> None:
     owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"ray started"', STARTED_WITHIN_S)
     try:
