@@ -4,6 +4,10 @@ The course's multi-process runs (`loaderlab.elastic`'s ranks and controller, `lo
 `loaderlab.raydata`'s driver) each append one JSON object per line as things happen (`Ledger`), so that a process
 killed on purpose keeps what came before; the side that reads them (`read_json_lines`) skips the partial last line
 such a kill leaves. `Visitation` counts how often each sample key of an epoch arrived.
+
+A run of several epochs in one sandbox (`loaderlab.dataservice`, `loaderlab.raydata`) keeps them in its folder: the
+owner writes the epochs' specs (`write_epochs`), the process in the sandbox reads them (`read_epochs`) and writes one
+ledger per epoch (`epoch_ledger`), with a TIME_LIMIT event where its own time limit ended it (`ended_by_time_limit`).
 """
 
 from __future__ import annotations
@@ -11,10 +15,14 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+SPECS_FILE = "specs.json"       # a run's epochs, in its folder
+TIME_LIMIT = "time limit"       # the event a process writes to an epoch's ledger as its own time limit ends it
+Spec = TypeVar("Spec")
 
 
 class Ledger:
@@ -30,6 +38,30 @@ class Ledger:
 
     def event(self, event: str, **fields: Any) -> None:
         self.add("event", event=event, **fields)
+
+
+def epoch_ledger(folder: Path, number: int) -> Path:
+    """Epoch `number`'s ledger in a run's folder (0, 1, ...)."""
+    return folder / f"ledger-{number}.jsonl"
+
+
+def write_epochs(folder: Path, specs: Sequence[Any]) -> None:
+    """The run's epochs (dataclasses) into its folder, each epoch's earlier ledger removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SPECS_FILE).write_text(json.dumps([asdict(spec) for spec in specs], indent=1))
+    for number in range(len(specs)):
+        epoch_ledger(folder, number).unlink(missing_ok=True)
+
+
+def read_epochs(folder: Path, spec_type: Callable[..., Spec]) -> list[Spec]:
+    """The run's epochs, as `write_epochs` wrote them (a list field back as a tuple: JSON has none)."""
+    return [spec_type(**{name: tuple(value) if isinstance(value, list) else value for name, value in fields.items()})
+            for fields in json.loads((folder / SPECS_FILE).read_text())]
+
+
+def ended_by_time_limit(records: Iterable[dict[str, Any]]) -> bool:
+    """Whether an epoch's ledger holds the TIME_LIMIT event of the process that wrote it."""
+    return any(r["kind"] == "event" and r["event"] == TIME_LIMIT for r in records)
 
 
 def read_json_lines(paths: Sequence[Path]) -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@
 - **The announcement.** A child says it is ready with one JSON line on its standard output (`announce`); the owner
   reads it within a time limit (`read_announcement`).
 - **Stopping.** `stop_tree` stops a process and every process it started, and nothing waits without a time limit.
+- **Left behind.** `naming(path)` finds this machine's processes whose command line names a run's folder: what a run
+  whose every process carries its folder there left running.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Union
 
 import psutil
@@ -65,6 +68,17 @@ def stop_tree(process: Stoppable, grace_s: float, kill_wait_s: float = KILL_WAIT
             if stream is not None:
                 _close(stream)
     return alive
+
+
+def naming(path: Path | str) -> dict[int, str]:
+    """This machine's processes whose command line names `path`: pid -> that command line (its first 300
+    characters)."""
+    found = {}
+    for process in psutil.process_iter(["cmdline"]):
+        line = " ".join(process.info["cmdline"] or ())
+        if str(path) in line:
+            found[process.pid] = line[:300]
+    return found
 
 
 def stop_processes(processes: Sequence[Stoppable | psutil.Process], grace_s: float,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from loaderlab.dataservice.job import sandbox_unavailable
+from loaderlab.dataservice.job import ServiceResult, ServiceSpec, sandbox_unavailable
+from loaderlab.ledger import epoch_ledger, read_epochs, write_epochs
 from owners import assert_child_gone_with_its_killed_owner, start_owner  # tests/ is on sys.path
 
 needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
@@ -30,3 +31,32 @@ threading.Thread(target=run_service, args=(ServiceSpec(num_samples=100_000, time
 def test_a_killed_owner_leaves_no_process_of_its_service(tmp_path: Path) -> None:
     owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"batch"', STARTED_WITHIN_S)
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
+
+
+def test_a_coordinated_reads_epoch_says_what_it_lacks() -> None:
+    """Coordinated reads need the service, ranks to coordinate and no fault: a spec without them is refused, naming
+    each field."""
+    for wrong in ({"world_size": 1}, {"workers": 0, "decode_in": "trainer"}, {"kill_after": 8}, {"steps": 0}):
+        with pytest.raises(ValueError, match="coordinated-reads epoch needs") as raised:
+            ServiceSpec(**{"round_sides": (128, 224), "world_size": 2} | wrong)
+        assert all(f"{name}=" in str(raised.value) for name in wrong if name != "decode_in"), raised.value
+
+
+def test_a_run_s_epochs_come_back_from_its_folder_as_written(tmp_path: Path) -> None:
+    """The trainer reads the owner's specs back whole: tuples stay tuples, and each epoch's old ledger is removed."""
+    specs = [ServiceSpec(round_sides=(128, 176), world_size=2, coordinated=True),
+             ServiceSpec(hooks="ex17", hooks_path=("solutions",), world_size=2)]
+    epoch_ledger(tmp_path, 1).write_text("left from an earlier run\n")
+    write_epochs(tmp_path, specs)
+    assert read_epochs(tmp_path, ServiceSpec) == specs and not epoch_ledger(tmp_path, 1).exists()
+
+
+def test_step_sides_pair_the_ranks_batches_step_by_step() -> None:
+    """What each step's replicas trained on: rank 0's side first, as many steps as every rank took."""
+    spec = ServiceSpec(round_sides=(128, 224), world_size=2, steps=3)
+    records = [{"t": 0.0, "kind": "batch", "rank": rank, "step": step, "keys": [0], "shape": [1, side, side, 3]}
+               for rank, step, side in ((0, 0, 128), (1, 0, 128), (1, 1, 224), (0, 1, 128), (0, 2, 224),
+                                        (1, 2, 224))]
+    result = ServiceResult(spec, 0, 1.0, records, {}, [], ["lo"])
+    assert result.step_sides() == [(128, 128), (128, 224), (224, 224)]
+    assert ServiceResult(spec, 0, 1.0, records[:3], {}, [], ["lo"]).step_sides() == [(128, 128)]

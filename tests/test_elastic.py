@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import psutil
 import pytest
 
 from loaderlab.elastic.job import Fault, JobSpec, run_job, sandbox_unavailable
+from loaderlab.processes import naming
 from owners import assert_child_gone_with_its_killed_owner, start_owner  # tests/ is on sys.path
 
 needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
@@ -51,5 +51,5 @@ def test_a_killed_agent_leaves_no_process_once_its_job_ends(tmp_path: Path) -> N
     assert attempt.ended_ranks == {0, 1}, result.describe()
     assert any(end > killed_at for (_, rank), (_, end) in attempt.step_times.items() if rank == 1), result.describe()
     assert result.timed_out, "the other agent should wait in its exit barrier\n" + result.describe()
-    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or ())]
+    left = list(naming(tmp_path))
     assert not left, f"processes of the job still running after it ended: {left}\n" + result.describe()

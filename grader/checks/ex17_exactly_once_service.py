@@ -30,7 +30,6 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-import psutil
 
 from grader.results import Measured
 from grader.support import assert_pixels_within, dataset_samples, expected_crop, raised_by, require, within
@@ -38,6 +37,7 @@ from loaderlab.dataservice.job import ServiceResult, ServiceSpec, run_services
 from loaderlab.dataservice.servers import DISPATCHER_PORT
 from loaderlab.dataservice.trainer import PIXEL_EVERY
 from loaderlab.images import CROP, MEAN_TOLERANCE, WORST_TOLERANCE, mean_abs_difference
+from loaderlab.processes import naming
 
 # What these checks and the exercise import: a waiting grading process imports it once (grader.preload).
 PRELOAD = ("tensorflow",)
@@ -621,7 +621,7 @@ def _epochs(ex: ModuleType) -> list[ServiceResult]:
              ServiceSpec(num_samples=LOST_SAMPLES, kill_after=KILL_AFTER, restart=False, **hooks)]
     with TemporaryDirectory(prefix="ex17-service-") as folder:
         results = run_services(specs, Path(folder))
-        left = [p.pid for p in psutil.process_iter(["cmdline"]) if folder in " ".join(p.info["cmdline"] or ())]
+        left = list(naming(folder))
     assert not left, f"processes of the service's sandbox still running after it ended: {left}"
     return results
 

@@ -25,6 +25,11 @@
 - **The ledger.** The trainer writes each batch's sample keys and labels as it receives them, and its events (the
   servers started, the fault, the end), one ledger per epoch; a worker killed with no one to start it again can leave
   the trainer waiting for it with no end, so such an epoch goes last, and its time limit ends the trainer.
+- **Coordinated reads.** With `round_sides`, the epoch is read by `world_size` ranks, threads of the trainer, each
+  taking `steps` batches of one shared job over an endless multi-scale stream (each round of `world_size`
+  consecutive batches resized to the next of `round_sides`), in strict round-robin (`consumer_index`,
+  `num_consumers`) if `coordinated`, first come first served otherwise; `ServiceResult.step_sides()` is what each
+  step of a synchronous job would have trained on (`loaderlab.dataservice.trainer.rounds_epoch`).
 - **Exercise 17's ranks.** With `hooks` (a module's name, importable from `hooks_path`), the epoch is read by
   `world_size` ranks, threads of the trainer, through the module's `rank_plan`, `request_epoch` and `exactly_once`
   (`loaderlab.dataservice.trainer.ranks_epoch`); each batch is written with its rank, and an exception a hook raises
@@ -33,21 +38,20 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from loaderlab.ledger import Visitation, read_json_lines
+from loaderlab.ledger import Visitation, ended_by_time_limit, epoch_ledger, read_json_lines, write_epochs
 from loaderlab.paths import REPO_ROOT
 from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 
 __all__ = ["ServiceResult", "ServiceSpec", "run_service", "run_services", "sandbox_unavailable"]
 
-SPECS_FILE, TRAINER_LOG = "specs.json", "trainer.log"
+TRAINER_LOG = "trainer.log"
 POLICIES = ("OFF", "DYNAMIC", "FILE", "DATA", "FILE_OR_DATA", "HINT")   # tf.data.experimental.service.ShardingPolicy
 
 
@@ -70,8 +74,11 @@ class ServiceSpec:
     timeout_s: float = 60.0
     hooks: str | None = None                # exercise 17: the module whose hooks the ranks call (`policy` unused)
     hooks_path: tuple[str, ...] = ()        # where that module is importable from
-    world_size: int = 1                     # exercise 17: ranks, each a thread of the trainer
+    world_size: int = 1                     # exercise 17 and coordinated reads: ranks, each a thread of the trainer
     measure_local: bool = False             # exercise 17: decode the epoch on the trainer first, for its CPU per image
+    round_sides: tuple[int, ...] = ()       # coordinated reads: each round's batches resized to the next of these
+    coordinated: bool = False               # coordinated reads: strict round-robin, else first come first served
+    steps: int = 12                         # coordinated reads: the batches each rank takes
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -80,6 +87,12 @@ class ServiceSpec:
             raise ValueError("workers=0 means no service: the trainer decodes (decode_in='trainer') and no worker "
                              f"can be killed; got workers={self.workers}, decode_in={self.decode_in!r}, "
                              f"kill_after={self.kill_after}")
+        if self.round_sides and (self.workers < 1 or self.world_size < 2 or self.steps < 1 or self.kill_after
+                                 is not None or self.num_samples < self.batch_size):
+            raise ValueError("a coordinated-reads epoch needs the service (workers >= 1), ranks to coordinate "
+                             "(world_size >= 2), steps >= 1, no fault and a full batch of samples; got "
+                             f"workers={self.workers}, world_size={self.world_size}, steps={self.steps}, "
+                             f"kill_after={self.kill_after}, num_samples={self.num_samples}")
 
 
 @dataclass
@@ -115,6 +128,12 @@ class ServiceResult:
         """Rank `rank`'s batches in the order it yielded them (exercise 17's ranks: `keys`, `labels`, `shape`,
         `dtype`)."""
         return [r for r in self.batches() if r.get("rank") == rank]
+
+    def step_sides(self) -> list[tuple[int, ...]]:
+        """A coordinated-reads epoch: for each step, the image side of every rank's batch (rank 0 first), the steps
+        that every rank took: what the replicas of one synchronous step train on."""
+        sides = [[batch["shape"][1] for batch in self.rank_batches(rank)] for rank in range(self.spec.world_size)]
+        return list(zip(*sides))
 
     def records_of(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r["kind"] == kind]
@@ -155,10 +174,7 @@ def run_service(spec: ServiceSpec, folder: Path) -> ServiceResult:
 def run_services(specs: Sequence[ServiceSpec], folder: Path) -> list[ServiceResult]:
     """Run the epochs of `specs` one after the other in one sandbox, from one cluster (module docstring); each one's
     result. The sandbox is stopped START_ALLOWANCE_S past the sum of the epochs' own time limits."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SPECS_FILE).write_text(json.dumps([asdict(spec) for spec in specs], indent=1))
-    for number in range(len(specs)):
-        ledger_file(folder, number).unlink(missing_ok=True)
+    write_epochs(folder, specs)
     started = time.monotonic()
     with open(folder / TRAINER_LOG, "wb") as log, \
             sandboxed([sys.executable, "-m", "loaderlab.dataservice.trainer", str(folder)],
@@ -168,18 +184,8 @@ def run_services(specs: Sequence[ServiceSpec], folder: Path) -> list[ServiceResu
     logs = {path.stem: path.read_text(errors="replace") for path in sorted(folder.glob("*.log"))}
     results = []
     for number, spec in enumerate(specs):
-        records = read_json_lines([ledger_file(folder, number)])
-        timed_out = watched.timed_out or any(r["kind"] == "event" and r["event"] == "time limit" for r in records)
+        records = read_json_lines([epoch_ledger(folder, number)])
+        timed_out = watched.timed_out or ended_by_time_limit(records)
         results.append(ServiceResult(spec, watched.returncode, elapsed, records, logs, watched.listeners,
                                      watched.interfaces, timed_out))
     return results
-
-
-def read_specs(folder: Path) -> list[ServiceSpec]:
-    return [ServiceSpec(**fields | {"hooks_path": tuple(fields.get("hooks_path", ()))})
-            for fields in json.loads((folder / SPECS_FILE).read_text())]
-
-
-def ledger_file(folder: Path, number: int) -> Path:
-    """Epoch `number`'s ledger (0, 1, ...)."""
-    return folder / f"ledger-{number}.jsonl"

@@ -8,7 +8,8 @@ events. The workers' addresses are fixed in the dispatcher whatever the policies
 beside the others. A watchdog ends the process with status 124 (`time limit` in the epoch's ledger) once an epoch has
 run its `timeout_s`: a trainer waiting for a lost worker can wait forever, so an epoch that may wait goes last.
 
-An epoch with `hooks` (exercise 17) is read by `world_size` ranks, each a thread of this process calling the hooks
+An epoch with `round_sides` is read by `world_size` ranks, threads of this process, from one shared job
+(`rounds_epoch`: coordinated reads). An epoch with `hooks` (exercise 17) is read by `world_size` ranks, each a thread of this process calling the hooks
 module (`ranks_epoch`). The process ends with `os._exit` once the ledgers are written: a job the hooks abandoned
 leaves a thread blocked inside TensorFlow, which the interpreter's exit would wait for.
 """
@@ -24,10 +25,10 @@ import time
 import traceback
 from pathlib import Path
 
-from loaderlab.dataservice.job import ServiceSpec, ledger_file, read_specs
+from loaderlab.dataservice.job import ServiceSpec
 from loaderlab.dataservice.servers import SERVICE, start_cluster, start_worker
 from loaderlab.images import CROP, Sample, list_samples, mean_abs_difference, reference_crop
-from loaderlab.ledger import Ledger
+from loaderlab.ledger import TIME_LIMIT, Ledger, epoch_ledger, read_epochs
 from loaderlab.paths import dataset_dir
 
 TIMED_OUT = 124
@@ -67,7 +68,7 @@ def _chosen(spec: ServiceSpec, samples: list[Sample]) -> tuple[list[str], list[i
 def _watchdog(spec: ServiceSpec, ledger: Ledger) -> threading.Timer:
     """Started: ends the process with TIMED_OUT once the epoch has run `spec.timeout_s`."""
     def time_limit() -> None:
-        ledger.event("time limit", after_s=spec.timeout_s)
+        ledger.event(TIME_LIMIT, after_s=spec.timeout_s)
         os._exit(TIMED_OUT)
 
     watchdog = threading.Timer(spec.timeout_s, time_limit)
@@ -173,6 +174,50 @@ def ranks_epoch(spec: ServiceSpec, samples: list[Sample], ledger: Ledger, folder
                    difference=mean_abs_difference(image, reference_crop(paths[key])) if shape_right else None)
 
 
+def rounds_epoch(spec: ServiceSpec, samples: list[Sample], ledger: Ledger, folder: Path, workers: list) -> None:
+    """Coordinated reads against stragglers: `spec.world_size` ranks, threads of this process, each take `spec.steps`
+    batches of one job (its own name) over `pipeline.multiscale_rounds`, an endless stream of rounds of
+    `world_size` consecutive batches of one side, the sides `spec.round_sides` in turn; in strict round-robin
+    (`consumer_index`, `num_consumers`) if `spec.coordinated`, first come first served otherwise. The dataset is
+    registered once and each rank reads the job by its id, as separate trainer processes would. Every batch is
+    written as it arrives, with its rank and step. The job never ends (the stream is endless): its workers keep what
+    they made ahead and wait; `workers` is not used (no fault)."""
+    import tensorflow as tf
+
+    from loaderlab.dataservice.pipeline import multiscale_rounds
+
+    paths, labels = _chosen(spec, samples)
+    service = tf.data.experimental.service
+    dataset = multiscale_rounds(paths, labels, list(range(spec.num_samples)), spec.batch_size, spec.round_sides,
+                                spec.world_size)
+    dataset_id = service.register_dataset(SERVICE, dataset)
+    job = f"rounds-{time.monotonic_ns()}"
+    received = [0] * spec.world_size
+
+    def read(rank: int) -> None:
+        coordinated = {"consumer_index": rank, "num_consumers": spec.world_size} if spec.coordinated else {}
+        try:
+            stream = service.from_dataset_id(service.ShardingPolicy.OFF, SERVICE, dataset_id, dataset.element_spec,
+                                             job_name=job, **coordinated)
+            for step, (keys, classes, images) in enumerate(stream.take(spec.steps)):
+                ledger.add("batch", rank=rank, step=step, keys=keys.numpy().tolist(),
+                           labels=classes.numpy().tolist(), shape=list(images.shape))
+                received[rank] += len(keys)
+            ledger.event("rank ended", rank=rank)
+        except BaseException as error:   # written for the reader of the ledger; the epoch's end says the rest
+            ledger.event("rank failed", rank=rank, error=f"{type(error).__name__}: {error}"[:2000])
+
+    ranks = [threading.Thread(target=read, args=(rank,), name=f"rank-{rank}", daemon=True)
+             for rank in range(spec.world_size)]
+    watchdog = _watchdog(spec, ledger)
+    for thread in ranks:
+        thread.start()
+    for thread in ranks:
+        thread.join()
+    watchdog.cancel()
+    ledger.event("epoch ended", received=sum(received))
+
+
 def wait_for_workers(count: int, sample: Sample, ledger: Ledger) -> None:
     """Return once `count` workers serve jobs: an `OFF` job over one sample yields one copy per registered worker. A
     job started earlier may find fewer (measured: an `OFF` epoch begun too soon delivered one copy of the epoch, not
@@ -189,9 +234,9 @@ def wait_for_workers(count: int, sample: Sample, ledger: Ledger) -> None:
 
 
 def train(folder: Path) -> int:
-    specs = read_specs(folder)
+    specs = read_epochs(folder, ServiceSpec)
     samples = list_samples(dataset_dir() / "train")
-    ledgers = [Ledger(ledger_file(folder, number)) for number in range(len(specs))]
+    ledgers = [Ledger(epoch_ledger(folder, number)) for number in range(len(specs))]
     most = max(spec.workers for spec in specs)
     workers = []
     if most:
@@ -199,7 +244,8 @@ def train(folder: Path) -> int:
         ledgers[0].event("servers started", workers=[w.pid for w in workers])
         wait_for_workers(most, samples[0], ledgers[0])
     for spec, ledger in zip(specs, ledgers):
-        (ranks_epoch if spec.hooks else train_epoch)(spec, samples, ledger, folder, workers)
+        epoch = ranks_epoch if spec.hooks else rounds_epoch if spec.round_sides else train_epoch
+        epoch(spec, samples, ledger, folder, workers)
     return 0
 
 

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from loaderlab.images import list_samples, reference_crop
-from loaderlab.ledger import Ledger
+from loaderlab.ledger import TIME_LIMIT, Ledger, epoch_ledger, read_epochs
 from loaderlab.paths import dataset_dir
-from loaderlab.raydata.job import ATTEMPTS_FILE, CLUSTER_CPUS, RayEpoch, ledger_file, read_specs
+from loaderlab.raydata.job import ATTEMPTS_FILE, CLUSTER_CPUS, RayEpoch
 
 TIMED_OUT = 124
 OBJECT_STORE_BYTES = 200 * 2**20   # an epoch of 224x224x3 crops in flight is a few MB; Ray's floor is 75 MiB
@@ -107,7 +107,7 @@ def read_epoch(number: int, spec: RayEpoch, folder: Path, ledger: Ledger, paths:
     for thread in ranks:
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
-            ledger.event("time limit", after_s=spec.timeout_s)
+            ledger.event(TIME_LIMIT, after_s=spec.timeout_s)
             sys.stdout.flush()
             os._exit(TIMED_OUT)
     wall, cpu, before = first[0] if first else (time.perf_counter(), time.process_time(), 0)
@@ -118,8 +118,8 @@ def read_epoch(number: int, spec: RayEpoch, folder: Path, ledger: Ledger, paths:
 def drive(folder: Path, ray_temp: Path) -> int:
     import ray
 
-    specs = read_specs(folder)
-    ledgers = [Ledger(ledger_file(folder, number)) for number in range(len(specs))]
+    specs = read_epochs(folder, RayEpoch)
+    ledgers = [Ledger(epoch_ledger(folder, number)) for number in range(len(specs))]
     samples = list_samples(dataset_dir() / "train")
     paths, labels = [str(s.path) for s in samples], [s.label for s in samples]
     started = time.perf_counter()

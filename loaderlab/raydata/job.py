@@ -38,19 +38,18 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from loaderlab.ledger import Visitation, read_json_lines
+from loaderlab.ledger import Visitation, ended_by_time_limit, epoch_ledger, read_json_lines, write_epochs
 from loaderlab.paths import REPO_ROOT
+from loaderlab.processes import naming
 from loaderlab.sandbox import sandboxed
 
 __all__ = ["RayEpoch", "RayResult", "run_ray_epochs"]
 
-SPECS_FILE, ATTEMPTS_FILE, DRIVER_LOG = "specs.json", "attempts.jsonl", "driver.log"
+ATTEMPTS_FILE, DRIVER_LOG = "attempts.jsonl", "driver.log"
 RAY_TEMP_NOTE = "ray-temp.txt"   # where the run's temporary folder is, for whoever cleans up after a killed owner
 CLUSTER_CPUS = 2              # task slots of the local cluster: two map tasks at once, like two service workers
 START_ALLOWANCE_S = 60.0      # ray.init and ray.shutdown: 7-12 s and 1-1.5 s on 2 cores (docs/module11-plan.md)
@@ -145,10 +144,8 @@ def run_ray_epochs(specs: Sequence[RayEpoch], folder: Path) -> list[RayResult]:
     """Run the epochs of `specs` one after the other on one local Ray cluster in a sandbox (module docstring), their
     files in `folder`; each one's result. The sandbox is stopped START_ALLOWANCE_S past the sum of the epochs' limits.
     RuntimeError, saying why, where no sandbox can be made here."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SPECS_FILE).write_text(json.dumps([asdict(spec) for spec in specs], indent=1))
-    for path in (folder / ATTEMPTS_FILE, *(ledger_file(folder, n) for n in range(len(specs)))):
-        path.unlink(missing_ok=True)
+    write_epochs(folder, specs)
+    (folder / ATTEMPTS_FILE).unlink(missing_ok=True)
     home = folder / "home"
     home.mkdir(exist_ok=True)
     ray_temp = Path(tempfile.mkdtemp(prefix="loaderlab-ray-"))
@@ -161,35 +158,16 @@ def run_ray_epochs(specs: Sequence[RayEpoch], folder: Path) -> list[RayResult]:
                           cwd=REPO_ROOT) as sandbox:
             watched = sandbox.watch(sum(spec.timeout_s for spec in specs) + START_ALLOWANCE_S)
         elapsed = time.monotonic() - started
-        left_running = _naming(ray_temp)
+        left_running = list(naming(ray_temp).values())
     finally:
         shutil.rmtree(ray_temp, ignore_errors=True)
     attempts = read_json_lines([folder / ATTEMPTS_FILE])
     log_text = (folder / DRIVER_LOG).read_text(errors="replace")
     results = []
     for number, spec in enumerate(specs):
-        records = read_json_lines([ledger_file(folder, number)])
-        timed_out = watched.timed_out or any(r["kind"] == "event" and r["event"] == "time limit" for r in records)
+        records = read_json_lines([epoch_ledger(folder, number)])
+        timed_out = watched.timed_out or ended_by_time_limit(records)
         results.append(RayResult(spec, watched.returncode, elapsed, records,
                                  [a for a in attempts if a["epoch"] == number], log_text, watched.listeners,
                                  watched.interfaces, timed_out, left_running))
     return results
-
-
-def _naming(folder: Path) -> list[str]:
-    """The command lines of this machine's processes that name `folder`."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        line = " ".join(process.info["cmdline"] or ())
-        if str(folder) in line:
-            found.append(line[:300])
-    return found
-
-
-def read_specs(folder: Path) -> list[RayEpoch]:
-    return [RayEpoch(**fields) for fields in json.loads((folder / SPECS_FILE).read_text())]
-
-
-def ledger_file(folder: Path, number: int) -> Path:
-    """Epoch `number`'s ledger (0, 1, ...)."""
-    return folder / f"ledger-{number}.jsonl"
