@@ -69,7 +69,7 @@ def make_balanced_loader(split_dir: Path | str, batch_size: int, num_workers: in
       grader reads indices there, and labels in `loader.dataset.targets`,
       to count long epochs without decoding);
     - a missing folder raises an error naming it;
-    - throughput: at least 0.9x a plain shuffled DataLoader over the same folder
+    - throughput: at least 0.8x a plain shuffled DataLoader over the same folder
       with one worker process per usable core (`num_workers=None` means that many).
     """
     # TODO(ex06, step 2): over the given dataset, a sampler that draws each epoch's indices in proportion to

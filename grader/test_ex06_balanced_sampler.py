@@ -72,6 +72,6 @@ def test_bad_input_gets_a_clear_error(grade):
 @pytest.mark.throughput
 @pytest.mark.timeout_s(240)
 def test_balanced_loader_keeps_up(grade):
-    """With num_workers=None, at least 0.9x the throughput of a plain shuffled DataLoader over the same folder
+    """With num_workers=None, at least 0.8x the throughput of a plain shuffled DataLoader over the same folder
     with one worker process per usable core (the same epoch length and batch size)."""
     grade()

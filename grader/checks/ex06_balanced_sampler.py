@@ -40,8 +40,11 @@ TIMED_BATCH = 16
 # Balanced / plain shuffled loader, same folder and workers, median of 5 rounds, 3 runs each on a busy 2-core box:
 # solution 0.98, 0.99, 0.98x (ci) and 1.04, 1.02, 1.02x (workshop); num_workers=0: 0.62, 0.63, 0.62x (ci) and
 # 0.62, 0.63, 0.87x (workshop, the last with a neighbour holding a core); labels read by decoding: 0.49, 0.49, 0.50x
-# (ci), 0.02x (workshop, one run: it decodes 3,678 images per epoch). 0.9 is the "about 0.9x".
-THROUGHPUT_TARGET = 0.9
+# (ci), 0.02x (workshop, one run: it decodes 3,678 images per epoch). Measured again on 2026-12-07 (ci, idle, one run
+# each): solution 0.89x (rounds 0.83-1.03), the alternative ex06_multinomial_sampler 0.95, 0.89 and 0.87x, the
+# alternative ex06_class_then_sample 1.02x, num_workers=0 0.60x: a correct answer's median sits 0.87-1.04x, so the
+# target is 0.8, near the geometric middle of num_workers=0 (0.6) and a correct answer (1.0).
+THROUGHPUT_TARGET = 0.8
 # torch.multinomial's words when a sampler without replacement is asked for more indices than the dataset holds.
 WITHOUT_REPLACEMENT_ERROR = "cannot sample n_sample > prob_dist.size(-1)"
 T = TypeVar("T")
