@@ -21,10 +21,14 @@ import numpy as np
 from loaderlab.images import CROP, RESIZE, Sample, draft_center_crop, list_samples, short_side_size
 from loaderlab.machine import usable_cores
 from loaderlab.paths import REPO_ROOT
+from loaderlab.raydata.job import CLUSTER_CPUS
 from loaderlab.tar_shards import sample_key
 
 BATCH = 64
 SERVICE_WORKERS = 2   # the tf.data service entry's workers
+# A sandboxed entry's process finds a folder of its own here, made and removed by the league (`league.table`) around
+# the sandbox: what its servers write (Ray's session files and HOME) is gone once the sandbox has ended.
+CHILD_FOLDER_VARIABLE = "LOADERLAB_LEAGUE_CHILD_FOLDER"
 PEERS_FILE = REPO_ROOT / "requirements-peers.txt"  # what `make league-peers` installs
 PEERS_COMMAND = "make league-peers"
 
@@ -68,7 +72,8 @@ class Entry:
     batch_size: int = BATCH  # what the configuration itself asks for
     learner: bool = False    # the learner's exercise: a stub reads "not started"
     reads_shards: bool = False  # reads the league's images as module 06's tar shards (written once per league)
-    sandboxed: bool = False  # its process runs in the course's sandbox: the servers it starts bind every interface
+    sandboxed: bool = False  # its process runs in the course's sandbox (the servers it starts bind every interface),
+                             # with a folder of its own (CHILD_FOLDER_VARIABLE)
     note: str = ""
 
 
@@ -150,6 +155,55 @@ def _service_cluster() -> list[Any]:
 
     logs = Path(tempfile.mkdtemp(prefix="loaderlab-league-service-"))
     return start_cluster(logs, SERVICE_WORKERS)
+
+
+class _RayEpochs:
+    """Each iteration a new Ray Data epoch over the setup's images: (uint8 NHWC crops, labels, keys) batches."""
+
+    def __init__(self, setup: Setup) -> None:
+        samples = list_samples(setup.root)
+        self.paths, self.labels = [str(s.path) for s in samples], [s.label for s in samples]
+        self.keys, self.batch_size = [sample_key(s) for s in samples], setup.batch_size
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
+        import ray
+
+        blocks = -(-len(self.paths) // self.batch_size)
+        dataset = ray.data.range(len(self.paths), override_num_blocks=blocks).map_batches(
+            ray_crops, batch_size=self.batch_size, fn_kwargs={"paths": self.paths, "labels": self.labels})
+        for batch in dataset.iter_batches(batch_size=self.batch_size, batch_format="numpy"):
+            yield batch["image"], batch["label"], [self.keys[i] for i in batch["id"]]
+
+
+def ray_crops(batch: dict[str, np.ndarray], *, paths: list[str], labels: list[int]) -> dict[str, np.ndarray]:
+    """The Ray Data entry's map task, in a Ray worker: the crops (`draft_center_crop`, as the thread-batch entries
+    make them) and labels of one block's sample numbers (`batch["id"]`)."""
+    ids = batch["id"]
+    return {"id": ids, "label": np.array([labels[i] for i in ids], dtype=np.int64),
+            "image": np.stack([draft_center_crop(paths[i]) for i in ids])}
+
+
+def ray_data(setup: Setup) -> Iterable[Any]:
+    """Ray Data: a local Ray cluster (`loaderlab.raydata.driver.start_local_cluster`: loopback only, no dashboard,
+    `loaderlab.raydata.job.CLUSTER_CPUS` task slots), started once in this process's sandbox, its files in the
+    league's folder for this process; each epoch `ray.data.range` over the samples in blocks of a batch,
+    `map_batches(ray_crops)` reading, decoding and cropping in Ray's task workers, `iter_batches` here (in any order,
+    with keys). The task workers stand for other machines: the host's CPU the league counts leaves them out, with
+    Ray's own processes (`league.table.host_cpu_seconds`). On a real cluster the trainer's node still runs a raylet
+    and an object store of its own; the league counts this process, the driver, alone."""
+    _ray_cluster()
+    return _RayEpochs(setup)
+
+
+@functools.cache
+def _ray_cluster() -> None:
+    from loaderlab.raydata.driver import start_local_cluster
+
+    folder = os.environ.get(CHILD_FOLDER_VARIABLE)
+    if not folder:
+        raise RuntimeError(f"ray-data starts Ray only in the league's sandboxed child, which names its folder in "
+                           f"{CHILD_FOLDER_VARIABLE} (league.table.sandboxed_child_result)")
+    start_local_cluster(Path(folder) / "ray", Path(folder) / "home")
 
 
 def seeds_tfdata(setup: Setup) -> Iterable[Any]:
@@ -595,6 +649,11 @@ ENTRIES = [
     Entry("tfdata-service", f"tf.data service: {SERVICE_WORKERS} worker processes decode and crop, the trainer "
           "receives batches", "league.entries:tfdata_service", requires=("tensorflow",), sandboxed=True,
           note="its workers stand for other machines: their CPU is not the host's"),
+    Entry("ray-data", f"Ray Data: map_batches on {CLUSTER_CPUS} task slots decodes and crops, the trainer receives "
+          "batches",
+          "league.entries:ray_data", requires=("ray",), sandboxed=True,
+          note="its task workers stand for other machines: their CPU and Ray's own processes' is not the host's; "
+               "on a real cluster the trainer's node still runs a raylet and object store, not counted here"),
     Entry("yours-ex01", "your ex01 step 5, a batch decoded by threads", "league.entries:ex01_yours_threads",
           requires=("torch", "simplejpeg"), learner=True),
     Entry("yours-ex04", "your ex04", "league.entries:ex04_yours", learner=True),

@@ -25,9 +25,10 @@ timed too and shown under "not ranked" (greyed in the chart) with its reason, ne
 
 Beside the speed, the host's CPU milliseconds per image of the timed pass (`host_cpu_seconds`: the entry's process
 and its worker processes): what feeding the accelerator costs the host's cores. The tf.data service entry's workers
-stand for other machines, so only its trainer counts: the trade disaggregation makes (notebook 11b) in one column.
-An entry that starts servers binding every interface (`Entry.sandboxed`) runs in the course's sandbox, and where none
-can be made it is listed with the reason.
+and the Ray Data entry's task workers and Ray's own processes stand for other machines (ELSEWHERE), so only the
+trainer counts: the trade disaggregation makes (notebook 11b) in one column. An entry that starts servers binding
+every interface (`Entry.sandboxed`) runs in the course's sandbox, with a folder of its own removed after it, and where
+none can be made it is listed with the reason.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -57,13 +59,19 @@ from loaderlab.processes import python_environment, stop_tree
 from loaderlab.sandbox import sandboxed, unavailable as sandbox_unavailable
 from loaderlab.tar_shards import sample_key, write_tar_shards
 
-from league.entries import BATCH, BY_NAME, CEILINGS, Entry, Setup
+from league.entries import BATCH, BY_NAME, CEILINGS, CHILD_FOLDER_VARIABLE, Entry, Setup
 
 PIXEL_CHECKS = 24           # images whose pixels the gate compares with the reference, spread over the pass
 CHILD_TIMEOUT_S = 300
-# Processes that stand for other machines: the tf.data service entry's dispatcher and workers. Their CPU is not the
-# host's, so `host_cpu_seconds` leaves them out.
-ELSEWHERE = "loaderlab.dataservice.servers"
+# Processes that stand for other machines, by what their command line holds: their CPU is not the host's, so
+# `host_cpu_seconds` leaves them out.
+ELSEWHERE = (
+    "loaderlab.dataservice.servers",  # the tf.data service entry's dispatcher and workers
+    "ray::",                          # the Ray Data entry's task workers once Ray has named them (ray::IDLE,
+                                      # ray::MapBatches(...)) and its agents (ray::DashboardAgent, ...)
+    "site-packages/ray/",             # Ray's own: raylet and gcs_server (binaries in ray/core/), a worker before its
+                                      # name, the log monitor and the agents (scripts of the ray package)
+)
 RESULT_PREFIX = "LEAGUE-RESULT "
 LOCAL_IMAGES = 640          # the local league's default
 
@@ -159,7 +167,8 @@ def host_cpu_seconds() -> float:
     total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
     for child in psutil.Process().children(recursive=True):
         try:
-            if ELSEWHERE not in " ".join(child.cmdline()):
+            command = " ".join(child.cmdline())
+            if not any(marker in command for marker in ELSEWHERE):
                 times = child.cpu_times()
                 total += times.user + times.system
         except psutil.Error:   # ended meanwhile: counted in `reaped` once waited for
@@ -226,12 +235,14 @@ def child_result(arguments: list[str]) -> dict[str, Any]:
 
 def sandboxed_child_result(arguments: list[str]) -> dict[str, Any]:
     """`child_result` for an entry whose servers bind every interface: the child runs in the course's sandbox, and
-    every process it started ends with it."""
+    every process it started ends with it. The child's folder (its output, and what its servers write: its path in
+    CHILD_FOLDER_VARIABLE) is removed once the sandbox has ended. Its path is short, for the Unix sockets a server makes
+    in it (at most 107 bytes on Linux): the Ray Data entry's longest, its object store's, was 98 bytes in /tmp."""
     with tempfile.TemporaryDirectory(prefix="loaderlab-league-child-") as folder:
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
         with out.open("wb") as stdout, err.open("wb") as stderr, \
                 sandboxed([sys.executable, "-m", "league.child", *arguments], stdout=stdout, stderr=stderr,
-                          cwd=REPO_ROOT) as sandbox:
+                          env={**os.environ, CHILD_FOLDER_VARIABLE: folder}, cwd=REPO_ROOT) as sandbox:
             try:
                 returncode = sandbox.process.wait(CHILD_TIMEOUT_S)   # never communicate(): it would close the
             except subprocess.TimeoutExpired:                        # guardian's pipe, which stops the sandbox

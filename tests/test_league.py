@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,9 +95,11 @@ def test_gate_matches_keyed_batches_in_any_order(setup: league.Setup) -> None:
 def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     """One round on 16 ci images: the planted peer is rejected, the candidate and the ceiling are ranked, each with
     the host's CPU per image, the learner's stub reads "not started", an absent peer names the command that adds it,
-    and the tf.data service entry, in its sandbox, passes the gate (or says why no sandbox can be made)."""
+    and the tf.data service and Ray Data entries, each in its sandbox, pass the gate (or say why no sandbox can be
+    made) and leave no folder of theirs behind (Ray's session files among them)."""
     out = tmp_path / "league.json"
-    entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali,tfdata-service"
+    entries = "decode-only,thread-batch,planted-skips-crop,yours-ex04,dali,tfdata-service,ray-data"
+    child_folders = set(Path(tempfile.gettempdir()).glob("loaderlab-league-child-*"))
     done = subprocess.run([sys.executable, "-m", "league", "--profile", "ci", "--rounds", "1",
                            "--images", "16", "--entries", entries, "--out", str(out)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
@@ -107,10 +110,13 @@ def test_the_league_from_the_command_line(tmp_path: Path) -> None:
     assert league._short_reason(rows["planted-skips-crop"]) == rows["planted-skips-crop"]["brief"]
     assert rows["thread-batch"]["status"] == "ranked" and rows["thread-batch"]["median"] > 0
     assert rows["thread-batch"]["cpu_ms_per_image"][0] > 0
-    if sandbox_unavailable():
-        assert rows["tfdata-service"]["status"] == "not installed" and "no sandbox" in rows["tfdata-service"]["note"]
-    else:
-        assert rows["tfdata-service"]["status"] == "ranked", rows["tfdata-service"]["note"]
+    for disaggregated in ("tfdata-service", "ray-data"):
+        row = rows[disaggregated]
+        if sandbox_unavailable():
+            assert row["status"] == "not installed" and "no sandbox" in row["note"]
+        else:
+            assert row["status"] == "ranked", row["note"]
+    assert set(Path(tempfile.gettempdir()).glob("loaderlab-league-child-*")) <= child_folders
     assert rows["decode-only"]["status"] == "ceiling"
     assert rows["yours-ex04"]["status"] in ("not started", "ranked")
     assert [name for name, row in rows.items() if row["yours"]] == ["yours-ex04"]  # what the playbook highlights
@@ -299,19 +305,21 @@ BUSY = "import time\nend = time.process_time() + {seconds}\nwhile time.process_t
 
 
 def test_the_hosts_cpu_counts_worker_processes_and_leaves_out_the_servers_that_stand_for_other_machines() -> None:
-    """A child that burns 0.5 s of CPU counts once it has been waited for; one whose command line names the servers
-    (league.table.ELSEWHERE) does not."""
+    """A child that burns 0.5 s of CPU counts once it has been waited for; a child whose command line holds any of the
+    markers of processes that stand for other machines (league.table.ELSEWHERE: the tf.data service's servers, Ray's
+    task workers and Ray's own processes) does not."""
     before = league.host_cpu_seconds()
     subprocess.run([sys.executable, "-c", BUSY.format(seconds=0.5)], check=True)
     counted = league.host_cpu_seconds() - before
-    elsewhere = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=0.5) + "import time; time.sleep(30)",
-                                  "-m", league.ELSEWHERE], env=python_environment())
+    elsewhere = [subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=0.5) + "import time; time.sleep(30)",
+                                   marker], env=python_environment()) for marker in league.ELSEWHERE]
     try:
-        time.sleep(1.5)   # it burns its 0.5 s, then sleeps, still living
-        assert elsewhere.poll() is None
+        time.sleep(1.0 + 0.5 * len(elsewhere))   # each burns its 0.5 s, then sleeps, still living
+        assert all(process.poll() is None for process in elsewhere)
         left_out = league.host_cpu_seconds() - before - counted
     finally:
-        elsewhere.kill()
-        elsewhere.wait()
+        for process in elsewhere:
+            process.kill()
+            process.wait()
     assert counted >= 0.45, f"a child's 0.5 s of CPU counted {counted:.2f} s"
-    assert left_out < 0.2, f"the servers' process counted {left_out:.2f} s"
+    assert left_out < 0.2, f"the processes that stand for other machines counted {left_out:.2f} s"

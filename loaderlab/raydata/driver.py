@@ -1,10 +1,10 @@
 """The driver's process, inside the sandbox: `python -m loaderlab.raydata.driver FOLDER RAY_TEMP`.
 
-It starts a local Ray cluster (`ray.init`: no dashboard, `CLUSTER_CPUS` task slots, Ray's files in RAY_TEMP), reads
-the folder's epochs one after the other (`loaderlab.raydata.job`'s module docstring), writes each epoch's ledger, and
-stops Ray. The map tasks write their own attempts. An epoch whose ranks have not all ended once it has run its
-`timeout_s` ends the process with status 124 (`time limit` in the epoch's ledger): a rank can wait with no end for a
-split whose producer failed, so an epoch that may fail goes last.
+It starts a local Ray cluster (`start_local_cluster`, as the league's Ray Data entry does), reads the folder's epochs
+one after the other (`loaderlab.raydata.job`'s module docstring), writes each epoch's ledger, and stops Ray. The map
+tasks write their own attempts. An epoch whose ranks have not all ended once it has run its `timeout_s` ends the
+process with status 124 (`time limit` in the epoch's ledger): a rank can wait with no end for a split whose producer
+failed, so an epoch that may fail goes last.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 from loaderlab.images import list_samples, reference_crop
 from loaderlab.ledger import TIME_LIMIT, Ledger, epoch_ledger, read_epochs
 from loaderlab.paths import dataset_dir
-from loaderlab.raydata.job import ATTEMPTS_FILE, CLUSTER_CPUS, RayEpoch
+from loaderlab.raydata.job import ATTEMPTS_FILE, CLUSTER_CPUS, ENVIRONMENT, RayEpoch
 
 TIMED_OUT = 124
 OBJECT_STORE_BYTES = 200 * 2**20   # an epoch of 224x224x3 crops in flight is a few MB; Ray's floor is 75 MiB
@@ -115,17 +115,33 @@ def read_epoch(number: int, spec: RayEpoch, folder: Path, ledger: Ledger, paths:
                  wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu)
 
 
-def drive(folder: Path, ray_temp: Path) -> int:
+def start_local_cluster(ray_temp: Path, home: Path) -> None:
+    """Start a local Ray cluster from this process, which must run inside `loaderlab.sandbox` and not have imported
+    ray yet: `ENVIRONMENT` and HOME (`home`: Ray writes its authentication token under it) set first, since Ray reads
+    them as it is imported and its processes inherit them; then `ray.init` with no dashboard, `CLUSTER_CPUS` task
+    slots, OBJECT_STORE_BYTES of object store and Ray's session files in `ray_temp` (short: a Unix socket's path in it
+    must stay under 108 bytes), its workers' logs kept from this process's output, Ray Data's progress bars off."""
+    if "ray" in sys.modules:
+        raise RuntimeError("ray was imported before start_local_cluster: Ray read its environment without "
+                           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, so its node address may not be loopback")
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ.update({**ENVIRONMENT, "HOME": str(home)})
     import ray
 
+    ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+             _temp_dir=str(ray_temp), log_to_driver=False, logging_level=logging.WARNING)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+
+
+def drive(folder: Path, ray_temp: Path) -> int:
     specs = read_epochs(folder, RayEpoch)
     ledgers = [Ledger(epoch_ledger(folder, number)) for number in range(len(specs))]
     samples = list_samples(dataset_dir() / "train")
     paths, labels = [str(s.path) for s in samples], [s.label for s in samples]
     started = time.perf_counter()
-    ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
-             _temp_dir=str(ray_temp), log_to_driver=False, logging_level=logging.WARNING)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    start_local_cluster(ray_temp, folder / "home")
+    import ray
+
     ledgers[0].event("ray started", init_s=time.perf_counter() - started, version=ray.__version__,
                      node_address=ray.util.get_node_ip_address())
     for number, (spec, ledger) in enumerate(zip(specs, ledgers)):

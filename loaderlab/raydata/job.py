@@ -17,11 +17,12 @@
   from or, with no route, the host name's (`ray._private.services.get_node_ip_address`), and Ray has a history of
   unauthenticated APIs exposed on the network (CVE-2023-48022): the cluster runs only in `loaderlab.sandbox`, with
   `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` (the node address is then loopback, whatever the host name resolves to), usage
-  statistics off and the dashboard not started. HOME is `folder`'s `home` (Ray writes its authentication token under
-  it), and Ray's session files go to a short temporary folder of the run (a Unix socket's path must stay under 108
-  bytes), removed after it (an owner killed leaves it, about 0.5 MB, as it leaves `folder`; its path is in `folder`'s
-  RAY_TEMP_NOTE). `RayResult.listeners` and `.interfaces` are what the sandbox held meanwhile; where no sandbox can be
-  made, `loaderlab.sandbox.unavailable()` says why and nothing is started.
+  statistics off and the dashboard not started (`loaderlab.raydata.driver.start_local_cluster`). HOME is `folder`'s
+  `home` (Ray writes its authentication token under it), and Ray's session files go to a short temporary folder of
+  the run (a Unix socket's path must stay under 108 bytes), removed after it (an owner killed leaves it, about 0.5 MB,
+  as it leaves `folder`; its path is in `folder`'s RAY_TEMP_NOTE). `RayResult.listeners` and `.interfaces` are what
+  the sandbox held meanwhile; where no sandbox can be made, `loaderlab.sandbox.unavailable()` says why and nothing is
+  started.
 - **Nothing left running.** The sandbox ends with the driver, its time limit and its owner (SIGKILL included); the
   kernel ends every process of its PID namespace, Ray's too. `RayResult.left_running` lists the processes still
   naming the run's temporary folder on their command line once the sandbox has ended (Ray's processes carry it on
@@ -31,7 +32,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -146,16 +146,13 @@ def run_ray_epochs(specs: Sequence[RayEpoch], folder: Path) -> list[RayResult]:
     RuntimeError, saying why, where no sandbox can be made here."""
     write_epochs(folder, specs)
     (folder / ATTEMPTS_FILE).unlink(missing_ok=True)
-    home = folder / "home"
-    home.mkdir(exist_ok=True)
     ray_temp = Path(tempfile.mkdtemp(prefix="loaderlab-ray-"))
     (folder / RAY_TEMP_NOTE).write_text(str(ray_temp))
     started = time.monotonic()
     try:
         with open(folder / DRIVER_LOG, "wb") as log, \
                 sandboxed([sys.executable, "-m", "loaderlab.raydata.driver", str(folder), str(ray_temp)],
-                          env={**os.environ, **ENVIRONMENT, "HOME": str(home)}, stdout=log, stderr=log,
-                          cwd=REPO_ROOT) as sandbox:
+                          stdout=log, stderr=log, cwd=REPO_ROOT) as sandbox:
             watched = sandbox.watch(sum(spec.timeout_s for spec in specs) + START_ALLOWANCE_S)
         elapsed = time.monotonic() - started
         left_running = list(naming(ray_temp).values())
