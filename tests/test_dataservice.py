@@ -17,9 +17,11 @@ from owners import assert_child_gone_with_its_killed_owner, start_owner  # tests
 needs_sandbox = pytest.mark.skipif(sandbox_unavailable() is not None,
                                    reason=f"no sandbox here: {sandbox_unavailable()}")
 GONE_WITHIN_S = 20.0     # the sandbox's guardian: 5 s of grace, then SIGKILL; the PID namespace goes with its first process
-STARTED_WITHIN_S = 90    # three processes importing TensorFlow on 2 busy cores
+STARTED_WITHIN_S = 90    # for the trainer to start the servers' processes, on 2 busy cores
 
-# The run its owner starts (tests/owners.py): an epoch too long to end while the test runs.
+# The run its owner starts (tests/owners.py): an epoch too long to end while the test runs. The owner is killed once the
+# trainer has started the servers' processes (`servers started`), while they import TensorFlow: the sandbox ends them
+# wherever they are (waiting for the first batch instead cost three TensorFlow imports more of the suite's time).
 RUN = """
 from loaderlab.dataservice.job import ServiceSpec, run_service
 threading.Thread(target=run_service, args=(ServiceSpec(num_samples=100_000, timeout_s=600), folder),
@@ -29,7 +31,7 @@ threading.Thread(target=run_service, args=(ServiceSpec(num_samples=100_000, time
 
 @needs_sandbox
 def test_a_killed_owner_leaves_no_process_of_its_service(tmp_path: Path) -> None:
-    owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"batch"', STARTED_WITHIN_S)
+    owner = start_owner(RUN, tmp_path, "ledger-*.jsonl", '"servers started"', STARTED_WITHIN_S)
     assert_child_gone_with_its_killed_owner(owner, GONE_WITHIN_S)
 
 
