@@ -68,12 +68,12 @@ class Phase:
 
 
 # What times nothing runs side by side: the project tests with the graders' correctness checks on solutions/ in one
-# session (four at a time on 2 cores: the third and fourth keep the cores busy while the tests of hangs and timeouts
-# wait; measured 294 s with two, 236 s with three; TRIAL four), then the notebooks in the hand-out, then the same checks again under
+# session (three at a time on 2 cores: the third keeps the cores busy while the tests of hangs and timeouts wait;
+# measured 294 s with two, 236 s with three), then the notebooks in the hand-out, then the same checks again under
 # spawn for the exercises that start processes. What measures speed runs last, alone.
 UNTIMED = Phase("untimed: project tests (stubs graded in the hand-out) + graders' correctness on solutions",
                 ("tests/", "grader/", "--target", "solutions", "--durations=20"),
-                "not timing and not throughput", workers=4)
+                "not timing and not throughput", workers=3)
 # The notebooks leave the cores idle while they wait on their emulated networks and kernels, the spawn pass while its
 # checks wait on timeouts and new interpreters: run side by side they took 199 s, one after the other 157 + 84 s
 # (a fresh clone's `make test`, 2-core development machine, nothing else running, 2026-12-07).
