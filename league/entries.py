@@ -121,13 +121,17 @@ def ex07_yours(setup: Setup) -> Iterable[Any]:
     return build_pipeline(setup.root, setup.batch_size, training=False, seed=0)
 
 
-class _ServedEpochs:
-    """Each iteration a new tf.data service job over the setup's images: (uint8 NHWC crops, labels, keys) batches."""
+class _KeyedSamples:
+    """The setup's images as a disaggregated entry hands them to its workers: paths, labels, keys and the batch size."""
 
     def __init__(self, setup: Setup) -> None:
         samples = list_samples(setup.root)
         self.paths, self.labels = [str(s.path) for s in samples], [s.label for s in samples]
         self.keys, self.batch_size = [sample_key(s) for s in samples], setup.batch_size
+
+
+class _ServedEpochs(_KeyedSamples):
+    """Each iteration a new tf.data service job over the setup's images: (uint8 NHWC crops, labels, keys) batches."""
 
     def __iter__(self) -> Iterator[tuple[Any, Any, list[str]]]:
         from loaderlab.dataservice.pipeline import served_epoch
@@ -157,13 +161,8 @@ def _service_cluster() -> list[Any]:
     return start_cluster(logs, SERVICE_WORKERS)
 
 
-class _RayEpochs:
+class _RayEpochs(_KeyedSamples):
     """Each iteration a new Ray Data epoch over the setup's images: (uint8 NHWC crops, labels, keys) batches."""
-
-    def __init__(self, setup: Setup) -> None:
-        samples = list_samples(setup.root)
-        self.paths, self.labels = [str(s.path) for s in samples], [s.label for s in samples]
-        self.keys, self.batch_size = [sample_key(s) for s in samples], setup.batch_size
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
         import ray
