@@ -27,7 +27,7 @@
   the trainer waiting for it with no end, so such an epoch goes last, and its time limit ends the trainer.
 - **Coordinated reads.** With `round_sides`, the epoch is read by `world_size` ranks, threads of the trainer, each
   taking `steps` batches of one shared job over an endless multi-scale stream (each round of `world_size`
-  consecutive batches resized to the next of `round_sides`), in strict round-robin (`consumer_index`,
+  consecutive batches resized to one of `round_sides`, drawn at random), in strict round-robin (`consumer_index`,
   `num_consumers`) if `coordinated`, first come first served otherwise; `ServiceResult.step_sides()` is what each
   step of a synchronous job would have trained on (`loaderlab.dataservice.trainer.rounds_epoch`).
 - **Exercise 17's ranks.** With `hooks` (a module's name, importable from `hooks_path`), the epoch is read by
@@ -76,7 +76,7 @@ class ServiceSpec:
     hooks_path: tuple[str, ...] = ()        # where that module is importable from
     world_size: int = 1                     # exercise 17 and coordinated reads: ranks, each a thread of the trainer
     measure_local: bool = False             # exercise 17: decode the epoch on the trainer first, for its CPU per image
-    round_sides: tuple[int, ...] = ()       # coordinated reads: each round's batches resized to the next of these
+    round_sides: tuple[int, ...] = ()       # coordinated reads: each round's batches resized to one of these
     coordinated: bool = False               # coordinated reads: strict round-robin, else first come first served
     steps: int = 12                         # coordinated reads: the batches each rank takes
 

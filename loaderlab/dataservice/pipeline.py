@@ -4,9 +4,9 @@
 entry times: batches of (keys, labels, uint8 (N, 224, 224, 3) crops), the crops made by the course's
 `loaderlab.tfdata.decode_center_crop` (within one level of `loaderlab.images.reference_crop`).
 `multiscale_rounds(...)` is the endless stream the trainer's coordinated-reads epochs register: the same crops,
-resized round by round. The part that runs in
-the workers is TensorFlow ops alone: a `tf.py_function` there fails ("Could not find callback with key=pyfunc_0 in
-the registry", measured), since a worker runs the registered graph, not this process's Python.
+resized round by round. The part that runs in the workers is TensorFlow ops alone: a `tf.py_function` there fails
+("Could not find callback with key=pyfunc_0 in the registry", measured), since a worker runs the registered graph,
+not this process's Python.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ beside the others. A watchdog ends the process with status 124 (`time limit` in 
 run its `timeout_s`: a trainer waiting for a lost worker can wait forever, so an epoch that may wait goes last.
 
 An epoch with `round_sides` is read by `world_size` ranks, threads of this process, from one shared job
-(`rounds_epoch`: coordinated reads). An epoch with `hooks` (exercise 17) is read by `world_size` ranks, each a thread of this process calling the hooks
-module (`ranks_epoch`). The process ends with `os._exit` once the ledgers are written: a job the hooks abandoned
+(`rounds_epoch`: coordinated reads). An epoch with `hooks` (exercise 17) is read by `world_size` ranks, each a thread
+of this process calling the hooks module (`ranks_epoch`). The process ends with `os._exit` once the ledgers are written: a job the hooks abandoned
 leaves a thread blocked inside TensorFlow, which the interpreter's exit would wait for.
 """
 
@@ -177,11 +177,12 @@ def ranks_epoch(spec: ServiceSpec, samples: list[Sample], ledger: Ledger, folder
 def rounds_epoch(spec: ServiceSpec, samples: list[Sample], ledger: Ledger, folder: Path, workers: list) -> None:
     """Coordinated reads against stragglers: `spec.world_size` ranks, threads of this process, each take `spec.steps`
     batches of one job (its own name) over `pipeline.multiscale_rounds`, an endless stream of rounds of
-    `world_size` consecutive batches of one side, the sides `spec.round_sides` in turn; in strict round-robin
-    (`consumer_index`, `num_consumers`) if `spec.coordinated`, first come first served otherwise. The dataset is
-    registered once and each rank reads the job by its id, as separate trainer processes would. Every batch is
-    written as it arrives, with its rank and step. The job never ends (the stream is endless): its workers keep what
-    they made ahead and wait; `workers` is not used (no fault)."""
+    `world_size` consecutive batches of one side, each round's drawn at random from `spec.round_sides` by the worker
+    that makes it; in strict round-robin (`consumer_index`, `num_consumers`) if `spec.coordinated`, first come first
+    served otherwise. The dataset is registered once and each rank reads the job by its id, as separate trainer
+    processes would. Every batch is written as it arrives, with its rank and step. Nothing ends the job (its stream is
+    endless) once the ranks have their steps; the epochs after it in the same cluster ran as before (notebook 11b's
+    section 3). `workers` is not used (no fault)."""
     import tensorflow as tf
 
     from loaderlab.dataservice.pipeline import multiscale_rounds
